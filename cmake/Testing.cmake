@@ -1,0 +1,24 @@
+# GoogleTest: the host build uses Debian's libgtest-dev; the MinGW cross build compiles Debian's
+# googletest sources (/usr/src/googletest) with the cross compiler, since no Windows binaries exist.
+if(CMAKE_CROSSCOMPILING)
+  set(GPUHOST_GTEST_SOURCE_DIR /usr/src/googletest CACHE PATH "googletest sources for cross builds")
+  set(INSTALL_GTEST OFF CACHE BOOL "" FORCE)
+  set(gtest_disable_pthreads OFF CACHE BOOL "" FORCE)
+  add_subdirectory(${GPUHOST_GTEST_SOURCE_DIR} ${CMAKE_BINARY_DIR}/googletest EXCLUDE_FROM_ALL SYSTEM)
+else()
+  find_package(GTest REQUIRED)
+endif()
+
+# gpuhost_add_unit_test(name SOURCES ... LIBS ... [LABELS ...]): one test binary, one CTest test.
+# Under the cross build CTest runs it through CMAKE_CROSSCOMPILING_EMULATOR (Wine).
+function(gpuhost_add_unit_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  gpuhost_warnings(${name})
+  add_test(NAME ${name} COMMAND ${name} --gtest_brief=1)
+  set(labels unit ${ARG_LABELS})
+  set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT 300
+                       ENVIRONMENT "GPUHOST_TEST_DATA=${PROJECT_SOURCE_DIR}/tests;NO_COLOR=1")
+endfunction()

@@ -1,0 +1,198 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "base/json.h"
+
+namespace gpuhost::gpu {
+
+// Why a value could not be read: the NVML return code, its NVML name and message. Kept so a
+// report can say *why* a value is missing (not supported under WDDM, under MIG, in a vGPU VM).
+struct NvmlIssue {
+  int status = 0;            // nvmlReturn_t
+  std::string name;          // "NVML_ERROR_NOT_SUPPORTED"
+  std::string message;       // "Not supported on this device"
+};
+
+// A value read through NVML, or the reason it is missing.
+template <typename T>
+struct Reading {
+  std::optional<T> value;
+  std::optional<NvmlIssue> issue;  // set when value is empty because NVML returned an error
+
+  [[nodiscard]] bool has_value() const { return value.has_value(); }
+  [[nodiscard]] const T& operator*() const { return *value; }
+  [[nodiscard]] T value_or(T fallback) const { return value.value_or(fallback); }
+};
+
+struct MemoryState {
+  std::uint64_t total_bytes = 0;
+  std::uint64_t used_bytes = 0;
+  std::uint64_t free_bytes = 0;
+  std::uint64_t reserved_bytes = 0;  // nvmlDeviceGetMemoryInfo_v2 only
+};
+
+struct EccState {
+  bool enabled_current = false;
+  bool enabled_pending = false;
+  std::uint64_t volatile_corrected = 0;
+  std::uint64_t volatile_uncorrected = 0;
+  std::uint64_t aggregate_corrected = 0;
+  std::uint64_t aggregate_uncorrected = 0;
+};
+
+// Dynamic page retirement (pre-Ampere).
+struct RetiredPages {
+  unsigned single_bit = 0;  // NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS
+  unsigned double_bit = 0;  // NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR
+  bool pending = false;     // nvmlDeviceGetRetiredPagesPendingStatus
+};
+
+// Row remapping (Ampere and later).
+struct RemappedRows {
+  unsigned correctable = 0;
+  unsigned uncorrectable = 0;
+  bool pending = false;
+  bool failure = false;
+};
+
+struct PcieLink {
+  unsigned current_generation = 0;
+  unsigned max_generation = 0;      // min(device, system): nvmlDeviceGetMaxPcieLinkGeneration
+  unsigned gpu_max_generation = 0;  // device capability: nvmlDeviceGetGpuMaxPcieLinkGeneration (0 = unknown)
+  unsigned current_width = 0;
+  unsigned max_width = 0;
+};
+
+// Windows driver model (nvmlDriverModel_t): 0 WDDM, 1 WDM (TCC), 2 MCDM.
+enum class DriverModel { wddm = 0, tcc = 1, mcdm = 2 };
+[[nodiscard]] const char* driver_model_name(DriverModel model);
+
+struct DriverModelState {
+  DriverModel current = DriverModel::wddm;
+  DriverModel pending = DriverModel::wddm;
+};
+
+struct MigState {
+  bool current = false;  // NVML_DEVICE_MIG_ENABLE
+  bool pending = false;
+};
+
+// nvmlGpuVirtualizationMode_t: 0 NONE, 1 PASSTHROUGH, 2 VGPU, 3 HOST_VGPU, 4 HOST_VSGA.
+enum class VirtualizationMode { none = 0, passthrough = 1, vgpu = 2, host_vgpu = 3, host_vsga = 4 };
+[[nodiscard]] const char* virtualization_mode_name(VirtualizationMode mode);
+
+// vGPU licensing (nvmlDeviceGetGridLicensableFeatures_v4), for VMs with a vGPU.
+struct VgpuLicense {
+  bool licensing_supported = false;
+  bool licensed = false;               // some licensable feature reports licensed state 2 (licensed)
+  std::string feature;                 // "NVIDIA RTX Virtual Workstation", "vCompute Server", ...
+  std::string state;                   // "licensed", "unlicensed", "unlicensed (restricted)", ...
+  std::int64_t expiry_unix = 0;        // 0 when unknown
+};
+
+struct Temperatures {
+  unsigned current_c = 0;
+  std::optional<unsigned> shutdown_c;   // NVML_TEMPERATURE_THRESHOLD_SHUTDOWN
+  std::optional<unsigned> slowdown_c;   // NVML_TEMPERATURE_THRESHOLD_SLOWDOWN
+  std::optional<unsigned> gpu_max_c;    // NVML_TEMPERATURE_THRESHOLD_GPU_MAX
+  std::optional<unsigned> memory_max_c; // NVML_TEMPERATURE_THRESHOLD_MEM_MAX
+};
+
+struct Clocks {
+  unsigned sm_mhz = 0;
+  unsigned memory_mhz = 0;
+  unsigned sm_max_mhz = 0;
+  unsigned memory_max_mhz = 0;
+};
+
+struct Power {
+  unsigned usage_mw = 0;
+  unsigned enforced_limit_mw = 0;
+};
+
+struct Utilization {
+  unsigned gpu_percent = 0;
+  unsigned memory_percent = 0;
+};
+
+// nvmlClocksEventReason* bits (nvml.h).
+namespace clocks_event {
+inline constexpr std::uint64_t gpu_idle = 0x1;
+inline constexpr std::uint64_t applications_clocks_setting = 0x2;
+inline constexpr std::uint64_t sw_power_cap = 0x4;
+inline constexpr std::uint64_t hw_slowdown = 0x8;
+inline constexpr std::uint64_t sync_boost = 0x10;
+inline constexpr std::uint64_t sw_thermal_slowdown = 0x20;
+inline constexpr std::uint64_t hw_thermal_slowdown = 0x40;
+inline constexpr std::uint64_t hw_power_brake_slowdown = 0x80;
+inline constexpr std::uint64_t display_clock_setting = 0x100;
+}  // namespace clocks_event
+
+// Names of the set bits, e.g. {"sw_thermal_slowdown"}.
+[[nodiscard]] std::vector<std::string> clocks_event_reason_names(std::uint64_t mask);
+
+// One physical GPU as NVML reports it. A GPU that answered NVML_ERROR_GPU_IS_LOST has `lost` set
+// and only what was read before that.
+struct GpuDevice {
+  unsigned index = 0;
+  bool lost = false;
+  std::optional<NvmlIssue> handle_error;  // nvmlDeviceGetHandleByIndex failed: nothing else is set
+
+  std::string name;
+  std::string uuid;
+  std::string serial;
+  std::string pci_bus_id;            // "00000000:3B:00.0"
+  std::uint32_t pci_device_id = 0;   // (device << 16) | vendor, e.g. 0x20B210DE
+  Reading<int> architecture;         // nvmlDeviceArchitecture_t
+  Reading<int> cc_major;
+  Reading<int> cc_minor;
+  std::string vbios_version;
+  Reading<bool> inforom_valid;
+
+  Reading<MemoryState> memory;
+  Reading<EccState> ecc;
+  Reading<RetiredPages> retired_pages;
+  Reading<RemappedRows> remapped_rows;
+  Reading<PcieLink> pcie;
+  Reading<unsigned> pcie_replay_counter;
+  Reading<bool> persistence_mode;
+  Reading<int> compute_mode;           // nvmlComputeMode_t
+  Reading<DriverModelState> driver_model;  // Windows only
+  Reading<MigState> mig;
+  Reading<VirtualizationMode> virtualization;
+  Reading<VgpuLicense> vgpu_license;
+  Reading<std::uint64_t> clocks_event_reasons;
+  Reading<Temperatures> temperature;
+  Reading<Clocks> clocks;
+  Reading<Power> power;
+  Reading<Utilization> utilization;
+  Reading<unsigned> performance_state;  // P0..P15
+  Reading<unsigned> fan_percent;
+};
+
+// The library load and init outcome plus every GPU. `available` is false when NVML could not be
+// loaded or initialised; `error` then says why (code distinguishes "no driver" from "broken").
+struct GpuSnapshot {
+  bool available = false;
+  std::string library_path;                 // what was loaded, e.g. "libnvidia-ml.so.1"
+  std::optional<NvmlIssue> error;           // load or init failure (status 12 LIBRARY_NOT_FOUND etc.)
+  std::vector<std::string> missing_symbols; // functions the library lacks (older drivers, broken installs)
+  std::string driver_version;               // "535.104.05"
+  std::string nvml_version;                 // "12.535.104.05"
+  std::optional<int> cuda_driver_version;   // 12020 for 12.2 (nvmlSystemGetCudaDriverVersion_v2)
+  std::optional<NvmlIssue> cuda_driver_error;  // _v2 returns LIBRARY_NOT_FOUND when libcuda is missing
+  std::optional<NvmlIssue> count_error;
+  std::vector<GpuDevice> devices;
+};
+
+// Serialisation for reports (`doctor --json`, `doctor --from`). from_json is lenient about
+// missing fields (older reports) but rejects wrong types with a parse_error naming the field.
+[[nodiscard]] json::Value to_json(const GpuSnapshot& snapshot);
+[[nodiscard]] Result<GpuSnapshot> snapshot_from_json(const json::Value& value);
+
+}  // namespace gpuhost::gpu
