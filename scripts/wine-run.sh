@@ -11,4 +11,7 @@ if [ ! -f "$WINEPREFIX/system.reg" ]; then
   wineboot --init >/dev/null 2>&1 || true
   wineserver --wait || true
 fi
+if [ "${1:-}" = "--init-prefix" ]; then
+  exit 0
+fi
 exec wine "$@"

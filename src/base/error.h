@@ -44,9 +44,10 @@ using Result = std::expected<T, Error>;
 }  // namespace gpuhost
 
 // GPUHOST_TRY(expr): evaluates a Result; on error returns it from the enclosing function, otherwise
-// yields the value. Uses a GNU statement expression (GCC and MinGW GCC both accept it).
+// yields the value. Uses a GNU statement expression (GCC and MinGW GCC both accept it;
+// __extension__ keeps -Wpedantic quiet about it).
 #define GPUHOST_TRY(...)                                             \
-  ({                                                                 \
+  __extension__({                                                    \
     auto gpuhost_try_result_ = (__VA_ARGS__);                        \
     if (!gpuhost_try_result_)                                        \
       return std::unexpected<::gpuhost::Error>(                      \

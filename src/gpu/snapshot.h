@@ -16,9 +16,12 @@ struct NvmlIssue {
   int status = 0;            // nvmlReturn_t
   std::string name;          // "NVML_ERROR_NOT_SUPPORTED"
   std::string message;       // "Not supported on this device"
+
+  friend bool operator==(const NvmlIssue&, const NvmlIssue&) = default;
 };
 
-// A value read through NVML, or the reason it is missing.
+// A value read through NVML, or the reason it is missing. Neither is set only for a reading that
+// was never attempted (a GPU whose handle could not be obtained).
 template <typename T>
 struct Reading {
   std::optional<T> value;
@@ -27,6 +30,8 @@ struct Reading {
   [[nodiscard]] bool has_value() const { return value.has_value(); }
   [[nodiscard]] const T& operator*() const { return *value; }
   [[nodiscard]] T value_or(T fallback) const { return value.value_or(fallback); }
+
+  friend bool operator==(const Reading&, const Reading&) = default;
 };
 
 struct MemoryState {
@@ -34,8 +39,11 @@ struct MemoryState {
   std::uint64_t used_bytes = 0;
   std::uint64_t free_bytes = 0;
   std::uint64_t reserved_bytes = 0;  // nvmlDeviceGetMemoryInfo_v2 only
+
+  friend bool operator==(const MemoryState&, const MemoryState&) = default;
 };
 
+// Counters are 0 when NVML would not give them (it answers NOT_SUPPORTED while ECC is off).
 struct EccState {
   bool enabled_current = false;
   bool enabled_pending = false;
@@ -43,6 +51,8 @@ struct EccState {
   std::uint64_t volatile_uncorrected = 0;
   std::uint64_t aggregate_corrected = 0;
   std::uint64_t aggregate_uncorrected = 0;
+
+  friend bool operator==(const EccState&, const EccState&) = default;
 };
 
 // Dynamic page retirement (pre-Ampere).
@@ -50,6 +60,8 @@ struct RetiredPages {
   unsigned single_bit = 0;  // NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS
   unsigned double_bit = 0;  // NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR
   bool pending = false;     // nvmlDeviceGetRetiredPagesPendingStatus
+
+  friend bool operator==(const RetiredPages&, const RetiredPages&) = default;
 };
 
 // Row remapping (Ampere and later).
@@ -58,14 +70,19 @@ struct RemappedRows {
   unsigned uncorrectable = 0;
   bool pending = false;
   bool failure = false;
+
+  friend bool operator==(const RemappedRows&, const RemappedRows&) = default;
 };
 
+// Read when the current generation and width are; the other fields are 0 when NVML could not say.
 struct PcieLink {
   unsigned current_generation = 0;
   unsigned max_generation = 0;      // min(device, system): nvmlDeviceGetMaxPcieLinkGeneration
   unsigned gpu_max_generation = 0;  // device capability: nvmlDeviceGetGpuMaxPcieLinkGeneration (0 = unknown)
   unsigned current_width = 0;
   unsigned max_width = 0;
+
+  friend bool operator==(const PcieLink&, const PcieLink&) = default;
 };
 
 // Windows driver model (nvmlDriverModel_t): 0 WDDM, 1 WDM (TCC), 2 MCDM.
@@ -75,11 +92,15 @@ enum class DriverModel { wddm = 0, tcc = 1, mcdm = 2 };
 struct DriverModelState {
   DriverModel current = DriverModel::wddm;
   DriverModel pending = DriverModel::wddm;
+
+  friend bool operator==(const DriverModelState&, const DriverModelState&) = default;
 };
 
 struct MigState {
   bool current = false;  // NVML_DEVICE_MIG_ENABLE
   bool pending = false;
+
+  friend bool operator==(const MigState&, const MigState&) = default;
 };
 
 // nvmlGpuVirtualizationMode_t: 0 NONE, 1 PASSTHROUGH, 2 VGPU, 3 HOST_VGPU, 4 HOST_VSGA.
@@ -89,35 +110,48 @@ enum class VirtualizationMode { none = 0, passthrough = 1, vgpu = 2, host_vgpu =
 // vGPU licensing (nvmlDeviceGetGridLicensableFeatures_v4), for VMs with a vGPU.
 struct VgpuLicense {
   bool licensing_supported = false;
-  bool licensed = false;               // some licensable feature reports licensed state 2 (licensed)
-  std::string feature;                 // "NVIDIA RTX Virtual Workstation", "vCompute Server", ...
-  std::string state;                   // "licensed", "unlicensed", "unlicensed (restricted)", ...
+  bool licensed = false;               // an enabled licensable feature has a non-zero featureState
+  std::string feature;                 // productName: "NVIDIA RTX Virtual Workstation", ...
+  std::string state;                   // "licensed", "unlicensed", "not supported" (isGridLicenseSupported == 0)
   std::int64_t expiry_unix = 0;        // 0 when unknown
+
+  friend bool operator==(const VgpuLicense&, const VgpuLicense&) = default;
 };
 
+// Read when the GPU temperature is; a threshold is empty when NVML could not say.
 struct Temperatures {
   unsigned current_c = 0;
   std::optional<unsigned> shutdown_c;   // NVML_TEMPERATURE_THRESHOLD_SHUTDOWN
   std::optional<unsigned> slowdown_c;   // NVML_TEMPERATURE_THRESHOLD_SLOWDOWN
   std::optional<unsigned> gpu_max_c;    // NVML_TEMPERATURE_THRESHOLD_GPU_MAX
   std::optional<unsigned> memory_max_c; // NVML_TEMPERATURE_THRESHOLD_MEM_MAX
+
+  friend bool operator==(const Temperatures&, const Temperatures&) = default;
 };
 
+// Read when the SM clock is; the other fields are 0 when NVML could not say.
 struct Clocks {
   unsigned sm_mhz = 0;
   unsigned memory_mhz = 0;
   unsigned sm_max_mhz = 0;
   unsigned memory_max_mhz = 0;
+
+  friend bool operator==(const Clocks&, const Clocks&) = default;
 };
 
+// Read when the usage is; enforced_limit_mw is 0 when NVML could not say.
 struct Power {
   unsigned usage_mw = 0;
   unsigned enforced_limit_mw = 0;
+
+  friend bool operator==(const Power&, const Power&) = default;
 };
 
 struct Utilization {
   unsigned gpu_percent = 0;
   unsigned memory_percent = 0;
+
+  friend bool operator==(const Utilization&, const Utilization&) = default;
 };
 
 // nvmlClocksEventReason* bits (nvml.h).
@@ -171,8 +205,10 @@ struct GpuDevice {
   Reading<Clocks> clocks;
   Reading<Power> power;
   Reading<Utilization> utilization;
-  Reading<unsigned> performance_state;  // P0..P15
+  Reading<unsigned> performance_state;  // P0..P15; 32 = NVML_PSTATE_UNKNOWN
   Reading<unsigned> fan_percent;
+
+  friend bool operator==(const GpuDevice&, const GpuDevice&) = default;
 };
 
 // The library load and init outcome plus every GPU. `available` is false when NVML could not be
@@ -188,6 +224,8 @@ struct GpuSnapshot {
   std::optional<NvmlIssue> cuda_driver_error;  // _v2 returns LIBRARY_NOT_FOUND when libcuda is missing
   std::optional<NvmlIssue> count_error;
   std::vector<GpuDevice> devices;
+
+  friend bool operator==(const GpuSnapshot&, const GpuSnapshot&) = default;
 };
 
 // Serialisation for reports (`doctor --json`, `doctor --from`). from_json is lenient about

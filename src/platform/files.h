@@ -20,6 +20,8 @@ namespace gpuhost::platform {
 // directory (POSIX). On failure the old file is untouched and the temp file removed.
 [[nodiscard]] Result<void> write_file_atomic(const std::filesystem::path& path, std::string_view contents);
 
+// For a symbolic link, is_directory and size describe its target on POSIX; on Windows they are
+// the link's own attributes (a directory link is a directory, size 0).
 struct DirectoryEntry {
   std::string name;
   bool is_directory = false;

@@ -40,8 +40,11 @@ struct ProcessResult {
 
 // Runs a child to completion, capturing stdout and stderr, in its own process group (POSIX) or a
 // kill-on-close Job Object (Windows) so a timeout kills grandchildren too. Never hangs past
-// `timeout` plus a short grace. Errors: not_found when the program does not exist, io_error when
-// it cannot be started. A non-zero exit is a successful Result with exit_code set.
+// `timeout` plus a short grace. Processes the child leaves behind (a daemon still holding its
+// output) are killed before this returns. Errors: not_found when the program does not exist,
+// io_error when it cannot be started. A non-zero exit is a successful Result with exit_code set.
+// Windows: arguments are quoted for the MSVC runtime's parser; a .bat/.cmd program is parsed by
+// cmd.exe instead, so give one no untrusted arguments. Thread-safe.
 [[nodiscard]] Result<ProcessResult> run_process(const ProcessOptions& options);
 
 // The first match for `name` on PATH (with PATHEXT on Windows), or nullopt. A name containing a
@@ -53,5 +56,8 @@ struct ProcessResult {
 
 // The id of this process.
 [[nodiscard]] long current_process_id();
+
+// Absolute path of this program's executable (/proc/self/exe, GetModuleFileNameW).
+[[nodiscard]] Result<std::string> current_executable_path();
 
 }  // namespace gpuhost::platform

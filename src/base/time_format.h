@@ -1,0 +1,11 @@
+#pragma once
+
+#include <chrono>
+#include <string>
+
+namespace gpuhost {
+
+// "2026-11-30T20:13:14Z" for a point in time (UTC, whole seconds). Pure: no time zone database.
+[[nodiscard]] std::string format_rfc3339_utc(std::chrono::system_clock::time_point t);
+
+}  // namespace gpuhost

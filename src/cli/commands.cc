@@ -1,0 +1,29 @@
+// The subcommand table. Adding a command: one row here, one <name>_command.cc with its entry
+// point, its --help text with examples, and a line in README.md.
+#include <array>
+
+#include "cli/command.h"
+#include "cli/commands.h"
+
+namespace gpuhost::cli {
+
+namespace {
+
+const std::array k_commands = {
+    Command{"doctor", "check GPU, driver, CUDA, frameworks and OS settings; say what is wrong and the fix",
+            k_doctor_help, run_doctor},
+    Command{"help", "show the commands, or one command's help: gpuhost help doctor", k_help_help, run_help},
+    Command{"version", "print gpuhost's version and build", k_version_help, run_version},
+};
+
+}  // namespace
+
+std::span<const Command> commands() { return k_commands; }
+
+const Command* find_command(std::string_view name) {
+  for (const auto& c : k_commands)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+}  // namespace gpuhost::cli

@@ -1,0 +1,17 @@
+#pragma once
+// Entry points and help texts of the subcommands, one <name>_command.cc each.
+
+#include "cli/command.h"
+
+namespace gpuhost::cli {
+
+extern const char k_doctor_help[];
+int run_doctor(CommandContext& context);
+
+extern const char k_help_help[];
+int run_help(CommandContext& context);
+
+extern const char k_version_help[];
+int run_version(CommandContext& context);
+
+}  // namespace gpuhost::cli

@@ -1,0 +1,15 @@
+#pragma once
+
+// gpuhost's process exit codes, documented for users and schedulers in doc/exit-codes.md.
+// Keep the two in step.
+namespace gpuhost::cli {
+
+enum ExitCode : int {
+  k_exit_ok = 0,           // the command did what was asked; doctor: no failures
+  k_exit_findings = 1,     // doctor: at least one check failed
+  k_exit_usage = 2,        // bad command line: unknown command or flag, missing value
+  k_exit_error = 3,        // the command could not run: unreadable input, corrupt data file
+  k_exit_interrupted = 130,  // Ctrl-C / SIGINT (128 + 2, the shell convention)
+};
+
+}  // namespace gpuhost::cli

@@ -1,0 +1,300 @@
+// Every scenario of the fake NVML, loaded through the real NvmlLibrary loader, read into a
+// snapshot and checked field by field.
+
+#include "gpu/collector.h"
+
+#include <gtest/gtest.h>
+
+#include "gpu/fake_nvml_test_support.h"
+
+namespace gpuhost::gpu {
+namespace {
+
+using testing::k_fake_nvml;
+using testing::snapshot_of;
+
+template <typename T>
+void expect_issue(const Reading<T>& reading, int status, const char* what) {
+  EXPECT_FALSE(reading.has_value()) << what;
+  ASSERT_TRUE(reading.issue.has_value()) << what;
+  EXPECT_EQ(reading.issue->status, status) << what;
+}
+
+// A reading that was never attempted.
+template <typename T>
+void expect_untouched(const Reading<T>& reading, const char* what) {
+  EXPECT_FALSE(reading.has_value()) << what;
+  EXPECT_FALSE(reading.issue.has_value()) << what;
+}
+
+constexpr std::uint64_t k_gib = 1024ULL * 1024 * 1024;
+constexpr std::uint64_t k_mib = 1024ULL * 1024;
+
+TEST(Collector, HealthyA100HostReadsEveryField) {
+  GpuSnapshot s = snapshot_of("a100_sxm4_80gb_x8");
+  ASSERT_TRUE(s.available) << (s.error ? s.error->message : "");
+  EXPECT_EQ(s.library_path, k_fake_nvml);
+  EXPECT_FALSE(s.error);
+  EXPECT_TRUE(s.missing_symbols.empty());
+  EXPECT_EQ(s.driver_version, "535.104.05");
+  EXPECT_EQ(s.nvml_version, "12.535.104.05");
+  EXPECT_EQ(s.cuda_driver_version, 12020);
+  EXPECT_FALSE(s.cuda_driver_error);
+  EXPECT_FALSE(s.count_error);
+  ASSERT_EQ(s.devices.size(), 8u);
+
+  const GpuDevice& d = s.devices[0];
+  EXPECT_EQ(d.index, 0u);
+  EXPECT_FALSE(d.lost);
+  EXPECT_FALSE(d.handle_error);
+  EXPECT_EQ(d.name, "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(d.uuid, "GPU-9c5eefb0-e541-de5d-758c-568dca402e98");
+  EXPECT_EQ(d.serial, "1323321012345");
+  EXPECT_EQ(d.pci_bus_id, "00000000:07:00.0");
+  EXPECT_EQ(d.pci_device_id, 0x20B210DEu);
+  EXPECT_EQ(d.architecture.value, 7);
+  EXPECT_EQ(d.cc_major.value, 8);
+  EXPECT_EQ(d.cc_minor.value, 0);
+  EXPECT_EQ(d.vbios_version, "92.00.45.00.03");
+  EXPECT_EQ(d.inforom_valid.value, true);
+  EXPECT_EQ(d.memory.value, (MemoryState{80 * k_gib, 4 * k_mib, 85327872000ULL, 541 * k_mib}));
+  EXPECT_EQ(d.ecc.value, (EccState{true, true, 0, 0, 0, 0}));
+  expect_issue(d.retired_pages, 3, "Ampere has row remapping instead of page retirement");
+  EXPECT_EQ(d.remapped_rows.value, (RemappedRows{0, 0, false, false}));
+  EXPECT_EQ(d.pcie.value, (PcieLink{4, 4, 4, 16, 16}));
+  EXPECT_EQ(d.pcie_replay_counter.value, 0u);
+  EXPECT_EQ(d.persistence_mode.value, true);
+  EXPECT_EQ(d.compute_mode.value, 0);
+  expect_issue(d.driver_model, 3, "driver model is Windows only");
+  EXPECT_EQ(d.mig.value, (MigState{false, false}));
+  EXPECT_EQ(d.virtualization.value, VirtualizationMode::none);
+  expect_issue(d.vgpu_license, 3, "no vGPU licensing on bare metal");
+  EXPECT_EQ(d.clocks_event_reasons.value, clocks_event::gpu_idle);
+  EXPECT_EQ(d.temperature.value, (Temperatures{31, 92, 89, 85, 95}));
+  EXPECT_EQ(d.clocks.value, (Clocks{210, 1593, 1410, 1593}));
+  EXPECT_EQ(d.power.value, (Power{61000, 400000}));
+  EXPECT_EQ(d.utilization.value, (Utilization{0, 0}));
+  EXPECT_EQ(d.performance_state.value, 0u);
+  expect_issue(d.fan_percent, 3, "passively cooled");
+  EXPECT_EQ(d.fan_percent.issue->name, "NVML_ERROR_NOT_SUPPORTED");
+
+  const char* buses[] = {"07", "0F", "47", "4E", "87", "90", "B7", "BD"};
+  for (unsigned i = 0; i < 8; ++i) {
+    const GpuDevice& g = s.devices[i];
+    EXPECT_EQ(g.index, i);
+    EXPECT_EQ(g.pci_bus_id, std::string("00000000:") + buses[i] + ":00.0");
+    EXPECT_EQ(g.temperature.value->current_c, 31 + i);
+    EXPECT_EQ(g.power.value->usage_mw, 61000 + 517 * i);
+    EXPECT_EQ(g.serial, "13233210" + std::to_string(12345 + i));
+  }
+  EXPECT_EQ(s.devices[7].uuid, "GPU-b596bfe9-8aed-1297-0ac9-f6ccb62183c1");
+}
+
+TEST(Collector, NoDriverKeepsNvmlStatus) {
+  GpuSnapshot s = snapshot_of("no_driver");
+  EXPECT_FALSE(s.available);
+  EXPECT_EQ(s.library_path, k_fake_nvml);
+  ASSERT_TRUE(s.error);
+  EXPECT_EQ(s.error->status, 9);
+  EXPECT_EQ(s.error->name, "NVML_ERROR_DRIVER_NOT_LOADED");
+  EXPECT_NE(s.error->message.find("kernel driver is not loaded"), std::string::npos);
+  EXPECT_TRUE(s.devices.empty());
+  EXPECT_TRUE(s.driver_version.empty());
+}
+
+TEST(Collector, DriverLibraryMismatchKeepsNvmlStatus) {
+  GpuSnapshot s = snapshot_of("driver_mismatch");
+  EXPECT_FALSE(s.available);
+  ASSERT_TRUE(s.error);
+  EXPECT_EQ(s.error->status, 18);
+  EXPECT_EQ(s.error->name, "NVML_ERROR_LIB_RM_VERSION_MISMATCH");
+  EXPECT_NE(s.error->message.find("reboot"), std::string::npos);
+  EXPECT_TRUE(s.devices.empty());
+}
+
+TEST(Collector, TeslaT4UnderWddm) {
+  GpuSnapshot s = snapshot_of("t4_windows_wddm");
+  ASSERT_TRUE(s.available);
+  EXPECT_EQ(s.driver_version, "537.13");
+  EXPECT_EQ(s.cuda_driver_version, 12020);
+  ASSERT_EQ(s.devices.size(), 1u);
+  const GpuDevice& d = s.devices[0];
+  EXPECT_EQ(d.name, "Tesla T4");
+  EXPECT_EQ(d.pci_bus_id, "00000000:00:1E.0");
+  EXPECT_EQ(d.pci_device_id, 0x1EB810DEu);
+  EXPECT_EQ(d.architecture.value, 6);
+  EXPECT_EQ(d.cc_major.value, 7);
+  EXPECT_EQ(d.cc_minor.value, 5);
+  EXPECT_EQ(d.driver_model.value, (DriverModelState{DriverModel::wddm, DriverModel::wddm}));
+  expect_issue(d.persistence_mode, 3, "no persistence mode on Windows");
+  EXPECT_EQ(d.virtualization.value, VirtualizationMode::passthrough);
+  EXPECT_EQ(d.retired_pages.value, (RetiredPages{0, 0, false}));
+  expect_issue(d.remapped_rows, 3, "Turing has no row remapping");
+  EXPECT_EQ(d.ecc.value, (EccState{true, true, 0, 0, 3, 0}));
+  EXPECT_EQ(d.pcie.value, (PcieLink{1, 3, 3, 16, 16}));
+  EXPECT_EQ(d.memory.value, (MemoryState{15360 * k_mib, 422 * k_mib, 15360 * k_mib - 422 * k_mib, 0}));
+  EXPECT_EQ(d.temperature.value, (Temperatures{29, 96, 93, 85, std::nullopt}));
+  EXPECT_EQ(d.clocks.value, (Clocks{300, 405, 1590, 5001}));
+  EXPECT_EQ(d.power.value, (Power{9434, 70000}));
+  EXPECT_EQ(d.performance_state.value, 8u);
+  expect_issue(d.mig, 3, "no MIG on T4");
+}
+
+TEST(Collector, H100WithPendingRowRemap) {
+  GpuSnapshot s = snapshot_of("h100_pending_row_remap");
+  ASSERT_TRUE(s.available);
+  EXPECT_EQ(s.driver_version, "550.54.15");
+  EXPECT_EQ(s.cuda_driver_version, 12040);
+  ASSERT_EQ(s.devices.size(), 2u);
+  EXPECT_EQ(s.devices[0].name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(s.devices[0].pci_device_id, 0x233010DEu);
+  EXPECT_EQ(s.devices[0].remapped_rows.value, (RemappedRows{0, 0, false, false}));
+  EXPECT_EQ(s.devices[0].ecc.value, (EccState{true, true, 0, 0, 0, 0}));
+  EXPECT_EQ(s.devices[1].pci_bus_id, "00000000:2A:00.0");
+  EXPECT_EQ(s.devices[1].remapped_rows.value, (RemappedRows{0, 2, true, false}));
+  EXPECT_EQ(s.devices[1].ecc.value, (EccState{true, true, 0, 2, 0, 2}));
+  EXPECT_EQ(s.devices[1].architecture.value, 9);
+  EXPECT_EQ(s.devices[1].cc_major.value, 9);
+  EXPECT_EQ(s.devices[1].pcie.value, (PcieLink{5, 5, 5, 16, 16}));
+  EXPECT_EQ(s.devices[1].memory.value,
+            (MemoryState{81559 * k_mib, 0, 81559 * k_mib - 579 * k_mib, 579 * k_mib}));
+}
+
+TEST(Collector, PcieLinkDegradedUnderLoad) {
+  GpuSnapshot s = snapshot_of("pcie_x8_gen3");
+  ASSERT_TRUE(s.available);
+  ASSERT_EQ(s.devices.size(), 1u);
+  const GpuDevice& d = s.devices[0];
+  EXPECT_EQ(d.name, "NVIDIA A100-PCIE-40GB");
+  EXPECT_EQ(d.pci_device_id, 0x20F110DEu);
+  EXPECT_EQ(d.pci_bus_id, "00000000:3B:00.0");
+  EXPECT_EQ(d.pcie.value, (PcieLink{3, 4, 4, 8, 16}));
+  EXPECT_EQ(d.pcie_replay_counter.value, 37u);
+  EXPECT_EQ(d.utilization.value, (Utilization{97, 61}));
+  EXPECT_EQ(d.performance_state.value, 0u);
+  EXPECT_EQ(d.clocks_event_reasons.value, 0u);
+  EXPECT_EQ(d.power.value, (Power{221000, 250000}));
+}
+
+TEST(Collector, UnlicensedVgpu) {
+  GpuSnapshot s = snapshot_of("vgpu_unlicensed");
+  ASSERT_TRUE(s.available);
+  ASSERT_EQ(s.devices.size(), 1u);
+  const GpuDevice& d = s.devices[0];
+  EXPECT_EQ(d.name, "NVIDIA A10-24Q");
+  EXPECT_EQ(d.virtualization.value, VirtualizationMode::vgpu);
+  ASSERT_TRUE(d.vgpu_license.has_value());
+  EXPECT_EQ(*d.vgpu_license, (VgpuLicense{true, false, "NVIDIA RTX Virtual Workstation", "unlicensed", 0}));
+  EXPECT_EQ(d.cc_major.value, 8);
+  EXPECT_EQ(d.cc_minor.value, 6);
+  EXPECT_EQ(d.ecc.value, (EccState{false, false, 0, 0, 0, 0}));
+  expect_issue(d.pcie, 3, "no PCIe link inside a vGPU guest");
+  expect_issue(d.temperature, 3, "no temperature inside a vGPU guest");
+  expect_issue(d.power, 3, "no power inside a vGPU guest");
+  expect_issue(d.inforom_valid, 3, "no infoROM inside a vGPU guest");
+  EXPECT_EQ(d.memory.value, (MemoryState{24 * k_gib, 1470 * k_mib, 24 * k_gib - 1470 * k_mib, 0}));
+}
+
+TEST(Collector, LicensedVgpuWithExpiry) {
+  GpuSnapshot s = snapshot_of("vgpu_licensed");
+  ASSERT_TRUE(s.available);
+  ASSERT_EQ(s.devices.size(), 1u);
+  // 2026-01-31 12:00:00 UTC.
+  EXPECT_EQ(s.devices[0].vgpu_license.value,
+            (VgpuLicense{true, true, "NVIDIA RTX Virtual Workstation", "licensed", 1769860800}));
+
+  // The legacy library reads the _v3 layout, which has no expiry.
+  GpuSnapshot legacy = snapshot_of("vgpu_licensed", testing::k_fake_nvml_legacy);
+  EXPECT_EQ(legacy.devices.at(0).vgpu_license.value,
+            (VgpuLicense{true, true, "NVIDIA RTX Virtual Workstation", "licensed", 0}));
+}
+
+TEST(Collector, MigEnabledPendingReset) {
+  GpuSnapshot s = snapshot_of("mig_pending_reset");
+  ASSERT_TRUE(s.available);
+  ASSERT_EQ(s.devices.size(), 1u);
+  EXPECT_EQ(s.devices[0].name, "NVIDIA A100-SXM4-40GB");
+  EXPECT_EQ(s.devices[0].pci_device_id, 0x20B010DEu);
+  EXPECT_EQ(s.devices[0].mig.value, (MigState{false, true}));
+}
+
+TEST(Collector, LostGpuStopsBeingQueried) {
+  GpuSnapshot s = snapshot_of("gpu_lost");
+  ASSERT_TRUE(s.available);
+  ASSERT_EQ(s.devices.size(), 3u);
+
+  const GpuDevice& healthy = s.devices[0];
+  EXPECT_FALSE(healthy.lost);
+  EXPECT_EQ(healthy.temperature.value->current_c, 33u);
+
+  // No handle: nothing else is read.
+  const GpuDevice& no_handle = s.devices[1];
+  EXPECT_EQ(no_handle.index, 1u);
+  EXPECT_TRUE(no_handle.lost);
+  ASSERT_TRUE(no_handle.handle_error);
+  EXPECT_EQ(no_handle.handle_error->status, 15);
+  EXPECT_EQ(no_handle.handle_error->name, "NVML_ERROR_GPU_IS_LOST");
+  EXPECT_NE(no_handle.handle_error->message.find("Xid 79"), std::string::npos);
+  EXPECT_TRUE(no_handle.name.empty());
+  EXPECT_TRUE(no_handle.uuid.empty());
+  expect_untouched(no_handle.memory, "memory");
+  expect_untouched(no_handle.temperature, "temperature");
+
+  // Lost at the memory query: identity read before it stays, nothing after it is read.
+  const GpuDevice& lost = s.devices[2];
+  EXPECT_TRUE(lost.lost);
+  EXPECT_FALSE(lost.handle_error);
+  EXPECT_EQ(lost.name, "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(lost.uuid, "GPU-a6a7081c-b2fb-3be3-566a-4affc52694ec");
+  EXPECT_EQ(lost.pci_bus_id, "00000000:47:00.0");
+  EXPECT_EQ(lost.cc_major.value, 8);
+  EXPECT_EQ(lost.inforom_valid.value, true);
+  expect_issue(lost.memory, 15, "memory");
+  expect_issue(lost.ecc, 15, "ecc");
+  expect_issue(lost.remapped_rows, 15, "remapped rows");
+  expect_issue(lost.pcie, 15, "pcie");
+  expect_issue(lost.persistence_mode, 15, "persistence");
+  expect_issue(lost.vgpu_license, 15, "licence");
+  expect_issue(lost.temperature, 15, "temperature (the scenario holds 44 C)");
+  expect_issue(lost.power, 15, "power");
+  expect_issue(lost.fan_percent, 15, "fan");
+}
+
+TEST(Collector, ThermalSlowdown) {
+  GpuSnapshot s = snapshot_of("thermal_slowdown");
+  ASSERT_TRUE(s.available);
+  ASSERT_EQ(s.devices.size(), 1u);
+  const GpuDevice& d = s.devices[0];
+  EXPECT_EQ(d.name, "NVIDIA L4");
+  EXPECT_EQ(d.architecture.value, 8);
+  EXPECT_EQ(d.cc_minor.value, 9);
+  EXPECT_EQ(d.clocks_event_reasons.value,
+            clocks_event::sw_thermal_slowdown | clocks_event::hw_thermal_slowdown);
+  EXPECT_EQ(clocks_event_reason_names(*d.clocks_event_reasons),
+            (std::vector<std::string>{"sw_thermal_slowdown", "hw_thermal_slowdown"}));
+  EXPECT_EQ(d.temperature.value, (Temperatures{90, 92, 87, 85, 90}));
+  EXPECT_GE(d.temperature.value->current_c, *d.temperature.value->slowdown_c);
+  EXPECT_EQ(d.clocks.value, (Clocks{1005, 6251, 2040, 6251}));
+  EXPECT_EQ(d.utilization.value, (Utilization{100, 42}));
+}
+
+TEST(Collector, MalformedScenarioFailsInitCleanly) {
+  GpuSnapshot s = snapshot_of("malformed");
+  EXPECT_FALSE(s.available);
+  ASSERT_TRUE(s.error);
+  EXPECT_EQ(s.error->status, 999);
+  EXPECT_EQ(s.error->name, "NVML_ERROR_UNKNOWN");
+  // The library's own text is appended for NVML_ERROR_UNKNOWN; the fake puts its reason there.
+  EXPECT_NE(s.error->message.find("fake NVML: scenario"), std::string::npos) << s.error->message;
+}
+
+TEST(Collector, MissingScenarioFileFailsInitCleanly) {
+  GpuSnapshot s = snapshot_of("does_not_exist");
+  EXPECT_FALSE(s.available);
+  ASSERT_TRUE(s.error);
+  EXPECT_EQ(s.error->status, 999);
+  EXPECT_NE(s.error->message.find("cannot open scenario"), std::string::npos) << s.error->message;
+}
+
+}  // namespace
+}  // namespace gpuhost::gpu

@@ -1,0 +1,62 @@
+#pragma once
+// Test-only helpers for loading the fake NVML libraries (tests/fake_nvml) through the real loader.
+// Paths come from compile definitions set in src/gpu/CMakeLists.txt.
+
+#include <optional>
+#include <string>
+
+#include "gpu/collector.h"
+#include "gpu/nvml_library.h"
+#include "platform/environment.h"
+
+namespace gpuhost::gpu::testing {
+
+inline constexpr const char* k_fake_nvml = GPUHOST_FAKE_NVML_PATH;
+inline constexpr const char* k_fake_nvml_minimal = GPUHOST_FAKE_NVML_MINIMAL_PATH;
+inline constexpr const char* k_fake_nvml_legacy = GPUHOST_FAKE_NVML_LEGACY_PATH;
+inline constexpr const char* k_scenario_env = "GPUHOST_FAKE_NVML_SCENARIO";
+
+// Every scenario file under tests/fake_nvml/scenarios except malformed.json.
+inline constexpr const char* k_scenarios[] = {
+    "a100_sxm4_80gb_x8", "t4_windows_wddm", "h100_pending_row_remap", "pcie_x8_gen3",
+    "no_driver",         "driver_mismatch", "vgpu_unlicensed",        "vgpu_licensed",
+    "mig_pending_reset", "gpu_lost",        "thermal_slowdown",
+};
+
+inline std::string scenario_path(const std::string& name) {
+  return std::string(GPUHOST_FAKE_NVML_SCENARIOS) + "/" + name + ".json";
+}
+
+// Sets (or, given nullopt, removes) an environment variable for one scope and restores the
+// previous state after.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::string name, const std::optional<std::string>& value)
+      : m_name(std::move(name)), m_old(platform::get_env(m_name)) {
+    if (value)
+      platform::set_env(m_name, *value);
+    else
+      platform::unset_env(m_name);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  ~ScopedEnv() {
+    if (m_old)
+      platform::set_env(m_name, *m_old);
+    else
+      platform::unset_env(m_name);
+  }
+
+ private:
+  std::string m_name;
+  std::optional<std::string> m_old;
+};
+
+// take_snapshot() with `library` as $GPUHOST_NVML_LIBRARY answering from `scenario`.
+inline GpuSnapshot snapshot_of(const std::string& scenario, const std::string& library = k_fake_nvml) {
+  ScopedEnv scenario_env(k_scenario_env, scenario_path(scenario));
+  ScopedEnv library_env(k_nvml_library_env, library);
+  return take_snapshot();
+}
+
+}  // namespace gpuhost::gpu::testing

@@ -1,0 +1,317 @@
+#pragma once
+// The part of the NVML C ABI that gpuhost uses, declared by hand so that building needs no NVIDIA
+// header and running needs no NVIDIA library (btop does the same). Names are spelled exactly as
+// nvml.h spells them so each line can be checked against it.
+//
+// Source for every type, value and layout below: nvml.h, NVML_API_VERSION 12, as copied in repo
+// NVIDIA/DCGM sdk/nvidia/nvml/dcgm_nvml.h @72fa3fe (DCGM 4.6.0); reference manual
+// https://docs.nvidia.com/deploy/nvml-api/. Layouts of the older versions of versioned structs
+// (nvmlGridLicensableFeatures v1..v3) are from NVIDIA's Python bindings mirrored in the same repo,
+// testing/python3/dcgm_nvml.py (c_nvmlGridLicensableFeature_v{2,3,4}_t).
+//
+// Calling convention: nvml.h declares plain C functions (DECLDIR is empty or __declspec(dllimport));
+// x86-64 has one C calling convention on each OS, so plain function pointers are correct. 32-bit
+// Windows is not supported.
+
+#include <cstddef>
+
+namespace gpuhost::gpu::nvml {
+
+// nvmlReturn_t (nvml.h `nvmlReturn_enum`). A fixed underlying type, so any value a newer driver
+// returns is representable.
+enum nvmlReturn_t : int {
+  NVML_SUCCESS = 0,
+  NVML_ERROR_UNINITIALIZED = 1,
+  NVML_ERROR_INVALID_ARGUMENT = 2,
+  NVML_ERROR_NOT_SUPPORTED = 3,
+  NVML_ERROR_NO_PERMISSION = 4,
+  NVML_ERROR_ALREADY_INITIALIZED = 5,
+  NVML_ERROR_NOT_FOUND = 6,
+  NVML_ERROR_INSUFFICIENT_SIZE = 7,
+  NVML_ERROR_INSUFFICIENT_POWER = 8,
+  NVML_ERROR_DRIVER_NOT_LOADED = 9,
+  NVML_ERROR_TIMEOUT = 10,
+  NVML_ERROR_IRQ_ISSUE = 11,
+  NVML_ERROR_LIBRARY_NOT_FOUND = 12,
+  NVML_ERROR_FUNCTION_NOT_FOUND = 13,
+  NVML_ERROR_CORRUPTED_INFOROM = 14,
+  NVML_ERROR_GPU_IS_LOST = 15,
+  NVML_ERROR_RESET_REQUIRED = 16,
+  NVML_ERROR_OPERATING_SYSTEM = 17,
+  NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18,
+  NVML_ERROR_IN_USE = 19,
+  NVML_ERROR_MEMORY = 20,
+  NVML_ERROR_NO_DATA = 21,
+  NVML_ERROR_VGPU_ECC_NOT_SUPPORTED = 22,
+  NVML_ERROR_INSUFFICIENT_RESOURCES = 23,
+  NVML_ERROR_FREQ_NOT_SUPPORTED = 24,
+  NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
+  NVML_ERROR_DEPRECATED = 26,
+  NVML_ERROR_NOT_READY = 27,
+  NVML_ERROR_GPU_NOT_FOUND = 28,
+  NVML_ERROR_INVALID_STATE = 29,
+  NVML_ERROR_UNKNOWN = 999,
+};
+
+// An opaque device handle owned by the library; valid between nvmlInit and nvmlShutdown.
+struct nvmlDevice_st;
+using nvmlDevice_t = nvmlDevice_st*;
+
+enum nvmlEnableState_t : int { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 };
+
+enum nvmlMemoryErrorType_t : int {
+  NVML_MEMORY_ERROR_TYPE_CORRECTED = 0,
+  NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
+};
+
+enum nvmlEccCounterType_t : int { NVML_VOLATILE_ECC = 0, NVML_AGGREGATE_ECC = 1 };
+
+enum nvmlPageRetirementCause_t : int {
+  NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0,
+  NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1,
+};
+
+enum nvmlComputeMode_t : int {
+  NVML_COMPUTEMODE_DEFAULT = 0,
+  NVML_COMPUTEMODE_EXCLUSIVE_THREAD = 1,
+  NVML_COMPUTEMODE_PROHIBITED = 2,
+  NVML_COMPUTEMODE_EXCLUSIVE_PROCESS = 3,
+};
+
+// Windows only.
+enum nvmlDriverModel_t : int { NVML_DRIVER_WDDM = 0, NVML_DRIVER_WDM = 1, NVML_DRIVER_MCDM = 2 };
+
+enum nvmlGpuVirtualizationMode_t : int {
+  NVML_GPU_VIRTUALIZATION_MODE_NONE = 0,
+  NVML_GPU_VIRTUALIZATION_MODE_PASSTHROUGH = 1,
+  NVML_GPU_VIRTUALIZATION_MODE_VGPU = 2,
+  NVML_GPU_VIRTUALIZATION_MODE_HOST_VGPU = 3,
+  NVML_GPU_VIRTUALIZATION_MODE_HOST_VSGA = 4,
+};
+
+enum nvmlTemperatureSensors_t : int { NVML_TEMPERATURE_GPU = 0 };
+
+enum nvmlTemperatureThresholds_t : int {
+  NVML_TEMPERATURE_THRESHOLD_SHUTDOWN = 0,
+  NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1,
+  NVML_TEMPERATURE_THRESHOLD_MEM_MAX = 2,
+  NVML_TEMPERATURE_THRESHOLD_GPU_MAX = 3,
+};
+
+enum nvmlClockType_t : int {
+  NVML_CLOCK_GRAPHICS = 0,
+  NVML_CLOCK_SM = 1,
+  NVML_CLOCK_MEM = 2,
+  NVML_CLOCK_VIDEO = 3
+};
+
+// P0 (maximum performance) .. P15 (minimum), 32 = unknown.
+enum nvmlPstates_t : int { NVML_PSTATE_0 = 0, NVML_PSTATE_15 = 15, NVML_PSTATE_UNKNOWN = 32 };
+
+// nvml.h: typedef unsigned int nvmlDeviceArchitecture_t; NVML_DEVICE_ARCH_KEPLER 2 .. BLACKWELL 10.
+using nvmlDeviceArchitecture_t = unsigned int;
+
+// nvmlDeviceGetMigMode values.
+inline constexpr unsigned int NVML_DEVICE_MIG_DISABLE = 0x0;
+inline constexpr unsigned int NVML_DEVICE_MIG_ENABLE = 0x1;
+
+// Buffer sizes "guaranteed to be large enough" (nvml.h nvmlConstants).
+inline constexpr unsigned int NVML_DEVICE_UUID_V2_BUFFER_SIZE = 96;
+inline constexpr unsigned int NVML_DEVICE_NAME_V2_BUFFER_SIZE = 96;
+inline constexpr unsigned int NVML_DEVICE_SERIAL_BUFFER_SIZE = 30;
+inline constexpr unsigned int NVML_DEVICE_VBIOS_VERSION_BUFFER_SIZE = 32;
+inline constexpr unsigned int NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE = 80;
+inline constexpr unsigned int NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE = 80;
+inline constexpr unsigned int NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE = 32;
+inline constexpr unsigned int NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE = 16;
+
+// Filled by nvmlDeviceGetPciInfo_v3 and _v2. The unversioned nvmlDeviceGetPciInfo predates
+// `busId`: it writes the id into the bytes that are now `busIdLegacy` and a shorter tail, so
+// callers of the plain version read `busIdLegacy` and the numeric fields only.
+struct nvmlPciInfo_t {
+  char busIdLegacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE];
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pciDeviceId;     // (device id << 16) | vendor id
+  unsigned int pciSubSystemId;  // (subsystem device id << 16) | subsystem vendor id
+  char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
+};
+
+// nvmlDeviceGetMemoryInfo (v1). used = reserved + allocated.
+struct nvmlMemory_t {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+
+// nvmlDeviceGetMemoryInfo_v2. `version` must be set to nvmlMemory_v2 before the call.
+struct nvmlMemory_v2_t {
+  unsigned int version;
+  unsigned long long total;
+  unsigned long long reserved;
+  unsigned long long free;
+  unsigned long long used;
+};
+
+// nvml.h: #define NVML_STRUCT_VERSION(data, ver) (unsigned int)(sizeof(nvml##data##_v##ver##_t) | (ver <<
+// 24U))
+inline constexpr unsigned int nvml_struct_version(std::size_t size, unsigned int version) {
+  return static_cast<unsigned int>(size) | (version << 24U);
+}
+// nvml.h: #define nvmlMemory_v2 NVML_STRUCT_VERSION(Memory, 2); dcgm_nvml.py: nvmlMemory_v2 = 0x02000028.
+inline constexpr unsigned int nvmlMemory_v2 = nvml_struct_version(sizeof(nvmlMemory_v2_t), 2);
+
+struct nvmlUtilization_t {
+  unsigned int gpu;     // percent of the sample period a kernel was running
+  unsigned int memory;  // percent of the sample period device memory was read or written
+};
+
+// vGPU licensing. One function name per layout: _v4 has licenseExpiry, _v3 adds featureEnabled,
+// _v2 adds productName to the unversioned layout.
+enum nvmlGridLicenseFeatureCode_t : int {
+  NVML_GRID_LICENSE_FEATURE_CODE_UNKNOWN = 0,
+  NVML_GRID_LICENSE_FEATURE_CODE_VGPU = 1,
+  NVML_GRID_LICENSE_FEATURE_CODE_NVIDIA_RTX = 2,
+  NVML_GRID_LICENSE_FEATURE_CODE_GAMING = 3,
+  NVML_GRID_LICENSE_FEATURE_CODE_COMPUTE = 4,
+};
+inline constexpr unsigned int NVML_GRID_LICENSE_BUFFER_SIZE = 128;
+inline constexpr unsigned int NVML_GRID_LICENSE_FEATURE_MAX_COUNT = 3;
+inline constexpr unsigned char NVML_GRID_LICENSE_EXPIRY_NOT_AVAILABLE = 0;
+inline constexpr unsigned char NVML_GRID_LICENSE_EXPIRY_INVALID = 1;
+inline constexpr unsigned char NVML_GRID_LICENSE_EXPIRY_VALID = 2;
+inline constexpr unsigned char NVML_GRID_LICENSE_EXPIRY_NOT_APPLICABLE = 3;
+inline constexpr unsigned char NVML_GRID_LICENSE_EXPIRY_PERMANENT = 4;
+
+struct nvmlGridLicenseExpiry_t {
+  unsigned int year;
+  unsigned short month;
+  unsigned short day;
+  unsigned short hour;
+  unsigned short min;
+  unsigned short sec;
+  unsigned char status;  // NVML_GRID_LICENSE_EXPIRY_*
+};
+
+struct nvmlGridLicensableFeature_v1_t {
+  nvmlGridLicenseFeatureCode_t featureCode;
+  unsigned int featureState;  // non-zero if the feature is currently licensed
+  char licenseInfo[NVML_GRID_LICENSE_BUFFER_SIZE];
+};
+struct nvmlGridLicensableFeature_v2_t {
+  nvmlGridLicenseFeatureCode_t featureCode;
+  unsigned int featureState;
+  char licenseInfo[NVML_GRID_LICENSE_BUFFER_SIZE];
+  char productName[NVML_GRID_LICENSE_BUFFER_SIZE];
+};
+struct nvmlGridLicensableFeature_v3_t {
+  nvmlGridLicenseFeatureCode_t featureCode;
+  unsigned int featureState;
+  char licenseInfo[NVML_GRID_LICENSE_BUFFER_SIZE];
+  char productName[NVML_GRID_LICENSE_BUFFER_SIZE];
+  unsigned int featureEnabled;  // non-zero if the feature is enabled
+};
+struct nvmlGridLicensableFeature_v4_t {
+  nvmlGridLicenseFeatureCode_t featureCode;
+  unsigned int featureState;
+  char licenseInfo[NVML_GRID_LICENSE_BUFFER_SIZE];
+  char productName[NVML_GRID_LICENSE_BUFFER_SIZE];
+  unsigned int featureEnabled;
+  nvmlGridLicenseExpiry_t licenseExpiry;
+};
+template <typename Feature>
+struct nvmlGridLicensableFeatures_t {
+  int isGridLicenseSupported;
+  unsigned int licensableFeaturesCount;
+  Feature gridLicensableFeatures[NVML_GRID_LICENSE_FEATURE_MAX_COUNT];
+};
+using nvmlGridLicensableFeatures_v1_t = nvmlGridLicensableFeatures_t<nvmlGridLicensableFeature_v1_t>;
+using nvmlGridLicensableFeatures_v2_t = nvmlGridLicensableFeatures_t<nvmlGridLicensableFeature_v2_t>;
+using nvmlGridLicensableFeatures_v3_t = nvmlGridLicensableFeatures_t<nvmlGridLicensableFeature_v3_t>;
+using nvmlGridLicensableFeatures_v4_t = nvmlGridLicensableFeatures_t<nvmlGridLicensableFeature_v4_t>;
+
+// nvmlClocksEventReason* bit masks live in gpu/snapshot.h (namespace clocks_event).
+
+// Sizes computed by hand from the declarations in nvml.h (x86-64, natural alignment). A mismatch
+// here means a transcription error above, which would corrupt memory at run time.
+static_assert(sizeof(nvmlPciInfo_t) == 68);
+static_assert(offsetof(nvmlPciInfo_t, pciDeviceId) == 28);
+static_assert(offsetof(nvmlPciInfo_t, busId) == 36);
+static_assert(sizeof(nvmlMemory_t) == 24);
+static_assert(sizeof(nvmlMemory_v2_t) == 40);
+static_assert(nvmlMemory_v2 == 0x02000028);
+static_assert(sizeof(nvmlUtilization_t) == 8);
+static_assert(sizeof(nvmlGridLicenseExpiry_t) == 16);
+static_assert(sizeof(nvmlGridLicensableFeature_v4_t) == 284);
+static_assert(offsetof(nvmlGridLicensableFeature_v4_t, licenseExpiry) == 268);
+static_assert(sizeof(nvmlGridLicensableFeatures_v4_t) == 860);
+static_assert(sizeof(nvmlGridLicensableFeatures_v3_t) == 812);
+static_assert(sizeof(nvmlGridLicensableFeatures_v2_t) == 800);
+static_assert(sizeof(nvmlGridLicensableFeatures_v1_t) == 416);
+static_assert(sizeof(nvmlReturn_t) == 4 && sizeof(nvmlEnableState_t) == 4 && sizeof(nvmlDriverModel_t) == 4);
+
+// Function pointer types, one per NVML function gpuhost calls (signatures from nvml.h). Versioned
+// names that share a signature share a type.
+using nvmlInit_fn = nvmlReturn_t (*)();  // nvmlInit_v2, nvmlInit
+using nvmlShutdown_fn = nvmlReturn_t (*)();
+using nvmlErrorString_fn = const char* (*)(nvmlReturn_t result);
+using nvmlSystemGetString_fn = nvmlReturn_t (*)(char* buffer,
+                                                unsigned int length);      // DriverVersion, NVMLVersion
+using nvmlSystemGetCudaDriverVersion_fn = nvmlReturn_t (*)(int* version);  // _v2, plain
+using nvmlDeviceGetCount_fn = nvmlReturn_t (*)(unsigned int* count);       // _v2, plain
+using nvmlDeviceGetHandleByIndex_fn = nvmlReturn_t (*)(unsigned int index, nvmlDevice_t* device);
+// Name, UUID, Serial, VbiosVersion.
+using nvmlDeviceGetString_fn = nvmlReturn_t (*)(nvmlDevice_t device, char* buffer, unsigned int length);
+using nvmlDeviceGetPciInfo_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlPciInfo_t* pci);  // _v3, _v2, plain
+using nvmlDeviceGetArchitecture_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlDeviceArchitecture_t* arch);
+using nvmlDeviceGetCudaComputeCapability_fn = nvmlReturn_t (*)(nvmlDevice_t device, int* major, int* minor);
+using nvmlDeviceValidateInforom_fn = nvmlReturn_t (*)(nvmlDevice_t device);
+using nvmlDeviceGetMemoryInfo_v2_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlMemory_v2_t* memory);
+using nvmlDeviceGetMemoryInfo_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlMemory_t* memory);
+// EccMode (current, pending).
+using nvmlDeviceGetEnableStatePair_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlEnableState_t* current,
+                                                         nvmlEnableState_t* pending);
+// PersistenceMode, RetiredPagesPendingStatus.
+using nvmlDeviceGetEnableState_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlEnableState_t* state);
+using nvmlDeviceGetTotalEccErrors_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlMemoryErrorType_t error_type,
+                                                        nvmlEccCounterType_t counter_type,
+                                                        unsigned long long* count);
+using nvmlDeviceGetRetiredPages_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlPageRetirementCause_t cause,
+                                                      unsigned int* page_count,
+                                                      unsigned long long* addresses);
+using nvmlDeviceGetRemappedRows_fn = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* correctable,
+                                                      unsigned int* uncorrectable, unsigned int* pending,
+                                                      unsigned int* failure);
+// CurrPcieLinkGeneration/Width, MaxPcieLinkGeneration/Width, GpuMaxPcieLinkGeneration,
+// PcieReplayCounter, PowerUsage, EnforcedPowerLimit, FanSpeed.
+using nvmlDeviceGetUint_fn = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* value);
+using nvmlDeviceGetComputeMode_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlComputeMode_t* mode);
+using nvmlDeviceGetDriverModel_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlDriverModel_t* current,
+                                                     nvmlDriverModel_t* pending);  // _v2, plain
+using nvmlDeviceGetMigMode_fn = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* current,
+                                                 unsigned int* pending);
+using nvmlDeviceGetVirtualizationMode_fn = nvmlReturn_t (*)(nvmlDevice_t device,
+                                                            nvmlGpuVirtualizationMode_t* mode);
+using nvmlDeviceGetGridLicensableFeatures_v4_fn = nvmlReturn_t (*)(nvmlDevice_t device,
+                                                                   nvmlGridLicensableFeatures_v4_t* features);
+using nvmlDeviceGetGridLicensableFeatures_v3_fn = nvmlReturn_t (*)(nvmlDevice_t device,
+                                                                   nvmlGridLicensableFeatures_v3_t* features);
+using nvmlDeviceGetGridLicensableFeatures_v2_fn = nvmlReturn_t (*)(nvmlDevice_t device,
+                                                                   nvmlGridLicensableFeatures_v2_t* features);
+using nvmlDeviceGetGridLicensableFeatures_v1_fn = nvmlReturn_t (*)(nvmlDevice_t device,
+                                                                   nvmlGridLicensableFeatures_v1_t* features);
+// CurrentClocksEventReasons, CurrentClocksThrottleReasons.
+using nvmlDeviceGetClocksEventReasons_fn = nvmlReturn_t (*)(nvmlDevice_t device, unsigned long long* reasons);
+using nvmlDeviceGetTemperature_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlTemperatureSensors_t sensor,
+                                                     unsigned int* temp);
+using nvmlDeviceGetTemperatureThreshold_fn = nvmlReturn_t (*)(nvmlDevice_t device,
+                                                              nvmlTemperatureThresholds_t threshold,
+                                                              unsigned int* temp);
+using nvmlDeviceGetClock_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlClockType_t type,
+                                               unsigned int* mhz);  // ClockInfo, MaxClockInfo
+using nvmlDeviceGetUtilizationRates_fn = nvmlReturn_t (*)(nvmlDevice_t device,
+                                                          nvmlUtilization_t* utilization);
+using nvmlDeviceGetPerformanceState_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlPstates_t* state);
+
+}  // namespace gpuhost::gpu::nvml

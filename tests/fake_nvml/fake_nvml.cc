@@ -1,0 +1,730 @@
+// A fake NVML: a shared library exporting the NVML C functions gpuhost calls, answering from a
+// scenario file named by $GPUHOST_FAKE_NVML_SCENARIO (format: tests/fake_nvml/README.md).
+// The same source builds three libraries that differ only in which symbols the linker exports
+// (tests/fake_nvml/CMakeLists.txt): full, legacy (an older driver) and minimal.
+//
+// Behaviour copied from real NVML (nvml.h): calls before nvmlInit return UNINITIALIZED; init and
+// shutdown are reference counted; a value the scenario omits is NOT_SUPPORTED; versioned structs
+// are checked; a buffer that is too small gives INSUFFICIENT_SIZE.
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#ifdef _WIN32
+#include <windows.h>
+#endif
+
+#include "base/json.h"
+#include "gpu/nvml_types.h"
+
+using gpuhost::json::Value;
+using namespace gpuhost::gpu::nvml;
+
+namespace {
+
+constexpr const char* k_scenario_env = "GPUHOST_FAKE_NVML_SCENARIO";
+
+// The process environment, not the C runtime's copy: on Windows the tests set variables with
+// SetEnvironmentVariableW, which msvcrt's getenv does not see.
+std::string read_env(const char* name) {
+#ifdef _WIN32
+  char buffer[4096];
+  DWORD n = GetEnvironmentVariableA(name, buffer, sizeof buffer);
+  return n > 0 && n < sizeof buffer ? std::string(buffer, n) : std::string();
+#else
+  const char* value = std::getenv(name);
+  return value ? value : "";
+#endif
+}
+
+struct Device {
+  Value data;  // the scenario's object for this device
+};
+
+// Everything below is guarded by g_mutex.
+std::mutex g_mutex;
+int g_init_count = 0;
+Value g_scenario;
+std::vector<Device> g_devices;
+std::string g_load_error;    // why the scenario could not be loaded, for nvmlErrorString(999)
+std::string g_unknown_text;  // storage for that string
+
+bool load_scenario() {
+  g_load_error.clear();
+  g_devices.clear();
+  std::string path = read_env(k_scenario_env);
+  if (path.empty()) {
+    g_load_error = std::string(k_scenario_env) + " is not set";
+    return false;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    g_load_error = "cannot open scenario " + path;
+    return false;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  auto parsed = gpuhost::json::parse(text.str());
+  if (!parsed) {
+    g_load_error = "scenario " + path + ": " + parsed.error().message;
+    return false;
+  }
+  if (!parsed->is_object()) {
+    g_load_error = "scenario " + path + ": not a JSON object";
+    return false;
+  }
+  const Value* devices = parsed->find("devices");
+  if (devices && !devices->is_array()) {
+    g_load_error = "scenario " + path + ": \"devices\" is not an array";
+    return false;
+  }
+  g_scenario = std::move(*parsed);
+  if (const Value* list = g_scenario.find("devices"))
+    for (const auto& d : list->items()) g_devices.push_back(Device{d});
+  return true;
+}
+
+// The error a scenario forces on `function`: exact key first, then the longest "prefix*" key.
+bool forced_error(const Value* errors, std::string_view function, nvmlReturn_t& out) {
+  if (!errors || !errors->is_object()) return false;
+  if (const Value* v = errors->find(function); v && v->is_integer()) {
+    out = static_cast<nvmlReturn_t>(v->as_int());
+    return true;
+  }
+  std::size_t best = 0;
+  bool found = false;
+  for (const auto& [key, v] : errors->members()) {
+    if (key.empty() || key.back() != '*' || !v.is_integer()) continue;
+    std::string_view prefix(key.data(), key.size() - 1);
+    if (function.starts_with(prefix) && (!found || prefix.size() >= best)) {
+      best = prefix.size();
+      out = static_cast<nvmlReturn_t>(v.as_int());
+      found = true;
+    }
+  }
+  return found;
+}
+
+// Entry check for system functions.
+nvmlReturn_t begin_system(std::string_view function) {
+  if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
+  nvmlReturn_t forced;
+  if (forced_error(g_scenario.find("errors"), function, forced)) return forced;
+  return NVML_SUCCESS;
+}
+
+// Entry check for device functions; sets `out` to the device's scenario object.
+nvmlReturn_t begin_device(std::string_view function, nvmlDevice_t handle, const Value*& out) {
+  if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
+  auto* device = reinterpret_cast<const Device*>(handle);
+  if (g_devices.empty() || device < g_devices.data() || device >= g_devices.data() + g_devices.size())
+    return NVML_ERROR_INVALID_ARGUMENT;
+  nvmlReturn_t forced;
+  if (forced_error(device->data.find("errors"), function, forced)) return forced;
+  if (forced_error(g_scenario.find("errors"), function, forced)) return forced;
+  out = &device->data;
+  return NVML_SUCCESS;
+}
+
+// Follows a path of keys; nullptr when any is missing or null.
+const Value* at(const Value* v, std::initializer_list<std::string_view> keys) {
+  for (auto key : keys) {
+    if (!v) return nullptr;
+    v = v->find(key);
+  }
+  return v && !v->is_null() ? v : nullptr;
+}
+
+// Integers may be written as JSON numbers, booleans (1/0) or "0x..." strings.
+bool as_u64(const Value* v, unsigned long long& out) {
+  if (!v) return false;
+  if (v->is_bool()) {
+    out = v->as_bool() ? 1 : 0;
+    return true;
+  }
+  if (v->is_integer()) {
+    out = static_cast<unsigned long long>(v->as_int());
+    return true;
+  }
+  if (v->is_string()) {
+    const std::string& s = v->as_string();
+    char* end = nullptr;
+    out = std::strtoull(s.c_str(), &end, 0);
+    return !s.empty() && end && *end == '\0';
+  }
+  return false;
+}
+
+template <typename T>
+nvmlReturn_t get_number(const Value* v, T* out) {
+  if (!out) return NVML_ERROR_INVALID_ARGUMENT;
+  unsigned long long n = 0;
+  if (!as_u64(v, n)) return NVML_ERROR_NOT_SUPPORTED;
+  *out = static_cast<T>(n);
+  return NVML_SUCCESS;
+}
+
+unsigned long long number_or(const Value* v, unsigned long long fallback) {
+  unsigned long long n = fallback;
+  as_u64(v, n);
+  return n;
+}
+
+nvmlReturn_t get_string(const Value* v, char* buffer, unsigned int length) {
+  if (!buffer) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!v || !v->is_string()) return NVML_ERROR_NOT_SUPPORTED;
+  const std::string& s = v->as_string();
+  if (s.size() + 1 > length) return NVML_ERROR_INSUFFICIENT_SIZE;
+  std::memcpy(buffer, s.c_str(), s.size() + 1);
+  return NVML_SUCCESS;
+}
+
+void copy_bounded(char* dest, std::size_t size, const std::string& s) {
+  std::size_t n = std::min(s.size(), size - 1);
+  std::memcpy(dest, s.data(), n);
+  dest[n] = '\0';
+}
+
+#define FAKE_SYSTEM_CALL()                   \
+  std::lock_guard<std::mutex> lock(g_mutex); \
+  if (nvmlReturn_t status_ = begin_system(__func__); status_ != NVML_SUCCESS) return status_
+
+// Declares `dev`, the device's scenario object, or returns the status the call must give.
+// `function` is the exported name, which the scenario's "errors" keys match.
+#define FAKE_DEVICE_CALL_AS(function, handle) \
+  std::lock_guard<std::mutex> lock(g_mutex);  \
+  const Value* dev = nullptr;                 \
+  if (nvmlReturn_t status_ = begin_device(function, handle, dev); status_ != NVML_SUCCESS) return status_
+#define FAKE_DEVICE_CALL(handle) FAKE_DEVICE_CALL_AS(__func__, handle)
+
+nvmlReturn_t init(std::string_view function) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_init_count == 0 && !load_scenario()) return NVML_ERROR_UNKNOWN;
+  nvmlReturn_t forced;
+  if (forced_error(g_scenario.find("errors"), function, forced) && forced != NVML_SUCCESS) {
+    if (g_init_count == 0) g_devices.clear();
+    return forced;
+  }
+  ++g_init_count;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t get_pci(std::string_view function, nvmlDevice_t device, nvmlPciInfo_t* pci, int version) {
+  FAKE_DEVICE_CALL_AS(function, device);
+  if (!pci) return NVML_ERROR_INVALID_ARGUMENT;
+  const Value* info = at(dev, {"pci"});
+  if (!info) return NVML_ERROR_NOT_SUPPORTED;
+  unsigned domain = static_cast<unsigned>(number_or(at(info, {"domain"}), 0));
+  unsigned bus = static_cast<unsigned>(number_or(at(info, {"bus"}), 0));
+  unsigned slot = static_cast<unsigned>(number_or(at(info, {"device"}), 0));
+  pci->domain = domain;
+  pci->bus = bus;
+  pci->device = slot;
+  pci->pciDeviceId = static_cast<unsigned>(number_or(at(info, {"pci_device_id"}), 0));
+  pci->pciSubSystemId = static_cast<unsigned>(number_or(at(info, {"pci_subsystem_id"}), 0));
+  std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:%02X.0", domain, bus, slot);
+  if (version >= 2)
+    std::snprintf(pci->busId, sizeof pci->busId, "%08X:%02X:%02X.0", domain, bus, slot);
+  else
+    copy_bounded(pci->busId, 16, "RESERVED");  // the old layout's reserved words live here
+  return NVML_SUCCESS;
+}
+
+// Fills any layout of nvmlGridLicensableFeatures from the scenario.
+template <typename Features>
+nvmlReturn_t get_grid(const Value* dev, Features* out) {
+  if (!out) return NVML_ERROR_INVALID_ARGUMENT;
+  const Value* grid = at(dev, {"grid_licensable_features"});
+  if (!grid) return NVML_ERROR_NOT_SUPPORTED;
+  std::memset(out, 0, sizeof *out);
+  out->isGridLicenseSupported = number_or(at(grid, {"supported"}), 0) != 0 ? 1 : 0;
+  const Value* list = at(grid, {"features"});
+  unsigned count = 0;
+  if (list && list->is_array()) {
+    for (const auto& f : list->items()) {
+      if (count == NVML_GRID_LICENSE_FEATURE_MAX_COUNT) break;
+      auto& feature = out->gridLicensableFeatures[count++];
+      feature.featureCode = static_cast<nvmlGridLicenseFeatureCode_t>(number_or(at(&f, {"code"}), 0));
+      feature.featureState = static_cast<unsigned>(number_or(at(&f, {"state"}), 0));
+      copy_bounded(feature.licenseInfo, sizeof feature.licenseInfo, f.get_string("license_info"));
+      if constexpr (requires { feature.productName; })
+        copy_bounded(feature.productName, sizeof feature.productName, f.get_string("product_name"));
+      if constexpr (requires { feature.featureEnabled; })
+        feature.featureEnabled = static_cast<unsigned>(number_or(at(&f, {"enabled"}), 1));
+      if constexpr (requires { feature.licenseExpiry; }) {
+        if (const Value* e = at(&f, {"expiry"})) {
+          feature.licenseExpiry.year = static_cast<unsigned>(number_or(at(e, {"year"}), 0));
+          feature.licenseExpiry.month = static_cast<unsigned short>(number_or(at(e, {"month"}), 0));
+          feature.licenseExpiry.day = static_cast<unsigned short>(number_or(at(e, {"day"}), 0));
+          feature.licenseExpiry.hour = static_cast<unsigned short>(number_or(at(e, {"hour"}), 0));
+          feature.licenseExpiry.min = static_cast<unsigned short>(number_or(at(e, {"min"}), 0));
+          feature.licenseExpiry.sec = static_cast<unsigned short>(number_or(at(e, {"sec"}), 0));
+          feature.licenseExpiry.status = static_cast<unsigned char>(number_or(at(e, {"status"}), 0));
+        }
+      }
+    }
+  }
+  out->licensableFeaturesCount = count;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t get_handle(std::string_view function, unsigned int index, nvmlDevice_t* device) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
+  if (!device || index >= g_devices.size()) return NVML_ERROR_INVALID_ARGUMENT;
+  nvmlReturn_t forced;
+  if (forced_error(g_devices[index].data.find("errors"), function, forced)) return forced;
+  if (forced_error(g_scenario.find("errors"), function, forced)) return forced;
+  *device = reinterpret_cast<nvmlDevice_t>(&g_devices[index]);
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t get_driver_model(const Value* dev, nvmlDriverModel_t* current, nvmlDriverModel_t* pending) {
+  if (!current || !pending) return NVML_ERROR_INVALID_ARGUMENT;
+  if (nvmlReturn_t s = get_number(at(dev, {"driver_model", "current"}), current); s != NVML_SUCCESS) return s;
+  return get_number(at(dev, {"driver_model", "pending"}), pending);
+}
+const char* clock_key(nvmlClockType_t type) {
+  switch (type) {
+    case NVML_CLOCK_GRAPHICS: return "graphics";
+    case NVML_CLOCK_SM: return "sm";
+    case NVML_CLOCK_MEM: return "mem";
+    case NVML_CLOCK_VIDEO: return "video";
+  }
+  return "unknown";
+}
+const char* error_text(nvmlReturn_t result) {
+  switch (result) {
+    case NVML_SUCCESS: return "Success";
+    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
+    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
+    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML_ERROR_LIBRARY_NOT_FOUND: return "NVML Shared Library Not Found";
+    case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
+    case NVML_ERROR_CORRUPTED_INFOROM: return "Corrupted infoROM";
+    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "RM has detected an NVML/RM version mismatch.";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument version mismatch";
+    default: return "Unknown Error";
+  }
+}
+
+}  // namespace
+
+// ---- the exported C ABI (names and signatures: nvml.h; checked against gpu/nvml_types.h below) ----
+
+extern "C" {
+
+nvmlReturn_t nvmlInit_v2() {
+  return init(__func__);
+}
+nvmlReturn_t nvmlInit() {
+  return init(__func__);
+}
+
+nvmlReturn_t nvmlShutdown() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
+  if (--g_init_count == 0) {
+    g_devices.clear();
+    g_scenario = Value();
+  }
+  return NVML_SUCCESS;
+}
+
+const char* nvmlErrorString(nvmlReturn_t result) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (result == NVML_ERROR_UNKNOWN && !g_load_error.empty()) {
+    g_unknown_text = "Unknown Error (fake NVML: " + g_load_error + ")";
+    return g_unknown_text.c_str();
+  }
+  return error_text(result);
+}
+
+nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
+  FAKE_SYSTEM_CALL();
+  return get_string(at(&g_scenario, {"driver_version"}), version, length);
+}
+
+nvmlReturn_t nvmlSystemGetNVMLVersion(char* version, unsigned int length) {
+  FAKE_SYSTEM_CALL();
+  return get_string(at(&g_scenario, {"nvml_version"}), version, length);
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* version) {
+  FAKE_SYSTEM_CALL();
+  return get_number(at(&g_scenario, {"cuda_driver_version"}), version);
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* version) {
+  FAKE_SYSTEM_CALL();
+  return get_number(at(&g_scenario, {"cuda_driver_version"}), version);
+}
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
+  FAKE_SYSTEM_CALL();
+  if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+  *count = static_cast<unsigned>(g_devices.size());
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetCount(unsigned int* count) {
+  FAKE_SYSTEM_CALL();
+  if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+  *count = static_cast<unsigned>(g_devices.size());
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) {
+  return get_handle(__func__, index, device);
+}
+nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t* device) {
+  return get_handle(__func__, index, device);
+}
+
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) {
+  FAKE_DEVICE_CALL(device);
+  return get_string(at(dev, {"name"}), name, length);
+}
+
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length) {
+  FAKE_DEVICE_CALL(device);
+  return get_string(at(dev, {"uuid"}), uuid, length);
+}
+
+nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t device, char* serial, unsigned int length) {
+  FAKE_DEVICE_CALL(device);
+  return get_string(at(dev, {"serial"}), serial, length);
+}
+
+nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t device, char* version, unsigned int length) {
+  FAKE_DEVICE_CALL(device);
+  return get_string(at(dev, {"vbios_version"}), version, length);
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
+  return get_pci(__func__, device, pci, 3);
+}
+nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t device, nvmlPciInfo_t* pci) {
+  return get_pci(__func__, device, pci, 2);
+}
+nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInfo_t* pci) {
+  return get_pci(__func__, device, pci, 1);
+}
+
+nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, nvmlDeviceArchitecture_t* arch) {
+  FAKE_DEVICE_CALL(device);
+  return get_number(at(dev, {"architecture"}), arch);
+}
+
+nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major, int* minor) {
+  FAKE_DEVICE_CALL(device);
+  if (!major || !minor) return NVML_ERROR_INVALID_ARGUMENT;
+  if (nvmlReturn_t s = get_number(at(dev, {"cuda_compute_capability", "major"}), major); s != NVML_SUCCESS)
+    return s;
+  return get_number(at(dev, {"cuda_compute_capability", "minor"}), minor);
+}
+
+nvmlReturn_t nvmlDeviceValidateInforom(nvmlDevice_t device) {
+  FAKE_DEVICE_CALL(device);
+  const Value* valid = at(dev, {"inforom_valid"});
+  if (!valid) return NVML_ERROR_NOT_SUPPORTED;
+  return number_or(valid, 1) != 0 ? NVML_SUCCESS : NVML_ERROR_CORRUPTED_INFOROM;
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
+  FAKE_DEVICE_CALL(device);
+  if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
+  if (memory->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  const Value* m = at(dev, {"memory"});
+  if (!m) return NVML_ERROR_NOT_SUPPORTED;
+  memory->total = number_or(at(m, {"total"}), 0);
+  memory->reserved = number_or(at(m, {"reserved"}), 0);
+  memory->free = number_or(at(m, {"free"}), 0);
+  memory->used = number_or(at(m, {"used"}), 0);
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
+  FAKE_DEVICE_CALL(device);
+  if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
+  const Value* m = at(dev, {"memory"});
+  if (!m) return NVML_ERROR_NOT_SUPPORTED;
+  // v1's "used" is reserved plus allocated (nvml.h nvmlMemory_t).
+  memory->total = number_or(at(m, {"total"}), 0);
+  memory->free = number_or(at(m, {"free"}), 0);
+  memory->used = number_or(at(m, {"used"}), 0) + number_or(at(m, {"reserved"}), 0);
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t* current,
+                                  nvmlEnableState_t* pending) {
+  FAKE_DEVICE_CALL(device);
+  if (!current || !pending) return NVML_ERROR_INVALID_ARGUMENT;
+  if (nvmlReturn_t s = get_number(at(dev, {"ecc_mode", "current"}), current); s != NVML_SUCCESS) return s;
+  return get_number(at(dev, {"ecc_mode", "pending"}), pending);
+}
+
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, nvmlMemoryErrorType_t error_type,
+                                         nvmlEccCounterType_t counter_type, unsigned long long* count) {
+  FAKE_DEVICE_CALL(device);
+  if (number_or(at(dev, {"ecc_mode", "current"}), 0) == 0) return NVML_ERROR_NOT_SUPPORTED;
+  const char* counter = counter_type == NVML_VOLATILE_ECC ? "volatile" : "aggregate";
+  const char* type = error_type == NVML_MEMORY_ERROR_TYPE_CORRECTED ? "corrected" : "uncorrected";
+  return get_number(at(dev, {"ecc_errors", counter, type}), count);
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, nvmlPageRetirementCause_t cause,
+                                       unsigned int* page_count, unsigned long long* addresses) {
+  FAKE_DEVICE_CALL(device);
+  if (!page_count) return NVML_ERROR_INVALID_ARGUMENT;
+  const char* key =
+      cause == NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS ? "single_bit" : "double_bit";
+  unsigned n = 0;
+  if (nvmlReturn_t s = get_number(at(dev, {"retired_pages", key}), &n); s != NVML_SUCCESS) return s;
+  if (*page_count < n) {
+    *page_count = n;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  if (n > 0 && !addresses) return NVML_ERROR_INVALID_ARGUMENT;
+  for (unsigned i = 0; i < n; ++i) addresses[i] = 0x1000ULL * (i + 1);
+  *page_count = n;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, nvmlEnableState_t* pending) {
+  FAKE_DEVICE_CALL(device);
+  return get_number(at(dev, {"retired_pages", "pending"}), pending);
+}
+
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int* correctable,
+                                       unsigned int* uncorrectable, unsigned int* pending,
+                                       unsigned int* failure) {
+  FAKE_DEVICE_CALL(device);
+  if (!correctable || !uncorrectable || !pending || !failure) return NVML_ERROR_INVALID_ARGUMENT;
+  const Value* rows = at(dev, {"remapped_rows"});
+  if (!rows) return NVML_ERROR_NOT_SUPPORTED;
+  *correctable = static_cast<unsigned>(number_or(at(rows, {"correctable"}), 0));
+  *uncorrectable = static_cast<unsigned>(number_or(at(rows, {"uncorrectable"}), 0));
+  *pending = static_cast<unsigned>(number_or(at(rows, {"pending"}), 0));
+  *failure = static_cast<unsigned>(number_or(at(rows, {"failure"}), 0));
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device, unsigned int* value) {
+  FAKE_DEVICE_CALL(device);
+  return get_number(at(dev, {"pcie", "current_generation"}), value);
+}
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t device, unsigned int* value) {
+  FAKE_DEVICE_CALL(device);
+  return get_number(at(dev, {"pcie", "current_width"}), value);
+}
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int* value) {
+  FAKE_DEVICE_CALL(device);
+  return get_number(at(dev, {"pcie", "max_generation"}), value);
+}
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device, unsigned int* value) {
+  FAKE_DEVICE_CALL(device);
+  return get_number(at(dev, {"pcie", "max_width"}), value);
+}
+nvmlReturn_t nvmlDeviceGetGpuMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int* value) {
+  FAKE_DEVICE_CALL(device);
+  return get_number(at(dev, {"pcie", "gpu_max_generation"}), value);
+}
+nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned int* value) {
+  FAKE_DEVICE_CALL(device);
+  return get_number(at(dev, {"pcie", "replay_counter"}), value);
+}
+
+nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t* mode) {
+  FAKE_DEVICE_CALL(device);
+  return get_number(at(dev, {"persistence_mode"}), mode);
+}
+
+nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t* mode) {
+  FAKE_DEVICE_CALL(device);
+  return get_number(at(dev, {"compute_mode"}), mode);
+}
+
+nvmlReturn_t nvmlDeviceGetDriverModel_v2(nvmlDevice_t device, nvmlDriverModel_t* current,
+                                         nvmlDriverModel_t* pending) {
+  FAKE_DEVICE_CALL(device);
+  return get_driver_model(dev, current, pending);
+}
+nvmlReturn_t nvmlDeviceGetDriverModel(nvmlDevice_t device, nvmlDriverModel_t* current,
+                                      nvmlDriverModel_t* pending) {
+  FAKE_DEVICE_CALL(device);
+  return get_driver_model(dev, current, pending);
+}
+
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current, unsigned int* pending) {
+  FAKE_DEVICE_CALL(device);
+  if (!current || !pending) return NVML_ERROR_INVALID_ARGUMENT;
+  if (nvmlReturn_t s = get_number(at(dev, {"mig_mode", "current"}), current); s != NVML_SUCCESS) return s;
+  return get_number(at(dev, {"mig_mode", "pending"}), pending);
+}
+
+nvmlReturn_t nvmlDeviceGetVirtualizationMode(nvmlDevice_t device, nvmlGpuVirtualizationMode_t* mode) {
+  FAKE_DEVICE_CALL(device);
+  return get_number(at(dev, {"virtualization_mode"}), mode);
+}
+
+nvmlReturn_t nvmlDeviceGetGridLicensableFeatures_v4(nvmlDevice_t device,
+                                                    nvmlGridLicensableFeatures_v4_t* features) {
+  FAKE_DEVICE_CALL(device);
+  return get_grid(dev, features);
+}
+nvmlReturn_t nvmlDeviceGetGridLicensableFeatures_v3(nvmlDevice_t device,
+                                                    nvmlGridLicensableFeatures_v3_t* features) {
+  FAKE_DEVICE_CALL(device);
+  return get_grid(dev, features);
+}
+nvmlReturn_t nvmlDeviceGetGridLicensableFeatures_v2(nvmlDevice_t device,
+                                                    nvmlGridLicensableFeatures_v2_t* features) {
+  FAKE_DEVICE_CALL(device);
+  return get_grid(dev, features);
+}
+nvmlReturn_t nvmlDeviceGetGridLicensableFeatures(nvmlDevice_t device,
+                                                 nvmlGridLicensableFeatures_v1_t* features) {
+  FAKE_DEVICE_CALL(device);
+  return get_grid(dev, features);
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device, unsigned long long* reasons) {
+  FAKE_DEVICE_CALL(device);
+  return get_number(at(dev, {"clocks_event_reasons"}), reasons);
+}
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsigned long long* reasons) {
+  FAKE_DEVICE_CALL(device);
+  return get_number(at(dev, {"clocks_event_reasons"}), reasons);
+}
+
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensor,
+                                      unsigned int* temp) {
+  FAKE_DEVICE_CALL(device);
+  if (sensor != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
+  return get_number(at(dev, {"temperature"}), temp);
+}
+
+nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device, nvmlTemperatureThresholds_t threshold,
+                                               unsigned int* temp) {
+  FAKE_DEVICE_CALL(device);
+  const char* key = nullptr;
+  switch (threshold) {
+    case NVML_TEMPERATURE_THRESHOLD_SHUTDOWN: key = "shutdown"; break;
+    case NVML_TEMPERATURE_THRESHOLD_SLOWDOWN: key = "slowdown"; break;
+    case NVML_TEMPERATURE_THRESHOLD_MEM_MAX: key = "mem_max"; break;
+    case NVML_TEMPERATURE_THRESHOLD_GPU_MAX: key = "gpu_max"; break;
+    default: return NVML_ERROR_NOT_SUPPORTED;
+  }
+  return get_number(at(dev, {"temperature_thresholds", key}), temp);
+}
+
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int* mhz) {
+  FAKE_DEVICE_CALL(device);
+  return get_number(at(dev, {"clocks", clock_key(type)}), mhz);
+}
+nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int* mhz) {
+  FAKE_DEVICE_CALL(device);
+  return get_number(at(dev, {"max_clocks", clock_key(type)}), mhz);
+}
+
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* mw) {
+  FAKE_DEVICE_CALL(device);
+  return get_number(at(dev, {"power_usage_mw"}), mw);
+}
+nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int* mw) {
+  FAKE_DEVICE_CALL(device);
+  return get_number(at(dev, {"enforced_power_limit_mw"}), mw);
+}
+
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization) {
+  FAKE_DEVICE_CALL(device);
+  if (!utilization) return NVML_ERROR_INVALID_ARGUMENT;
+  if (nvmlReturn_t s = get_number(at(dev, {"utilization", "gpu"}), &utilization->gpu); s != NVML_SUCCESS)
+    return s;
+  return get_number(at(dev, {"utilization", "memory"}), &utilization->memory);
+}
+
+nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t device, nvmlPstates_t* state) {
+  FAKE_DEVICE_CALL(device);
+  return get_number(at(dev, {"performance_state"}), state);
+}
+
+nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned int* percent) {
+  FAKE_DEVICE_CALL(device);
+  return get_number(at(dev, {"fan_speed"}), percent);
+}
+
+}  // extern "C"
+
+// The exports have exactly the types gpuhost calls them through.
+#define FAKE_CHECK(function, type) static_assert(std::is_same_v<decltype(&function), type>, #function)
+FAKE_CHECK(nvmlInit_v2, nvmlInit_fn);
+FAKE_CHECK(nvmlInit, nvmlInit_fn);
+FAKE_CHECK(nvmlShutdown, nvmlShutdown_fn);
+FAKE_CHECK(nvmlErrorString, nvmlErrorString_fn);
+FAKE_CHECK(nvmlSystemGetDriverVersion, nvmlSystemGetString_fn);
+FAKE_CHECK(nvmlSystemGetNVMLVersion, nvmlSystemGetString_fn);
+FAKE_CHECK(nvmlSystemGetCudaDriverVersion_v2, nvmlSystemGetCudaDriverVersion_fn);
+FAKE_CHECK(nvmlSystemGetCudaDriverVersion, nvmlSystemGetCudaDriverVersion_fn);
+FAKE_CHECK(nvmlDeviceGetCount_v2, nvmlDeviceGetCount_fn);
+FAKE_CHECK(nvmlDeviceGetCount, nvmlDeviceGetCount_fn);
+FAKE_CHECK(nvmlDeviceGetHandleByIndex_v2, nvmlDeviceGetHandleByIndex_fn);
+FAKE_CHECK(nvmlDeviceGetHandleByIndex, nvmlDeviceGetHandleByIndex_fn);
+FAKE_CHECK(nvmlDeviceGetName, nvmlDeviceGetString_fn);
+FAKE_CHECK(nvmlDeviceGetUUID, nvmlDeviceGetString_fn);
+FAKE_CHECK(nvmlDeviceGetSerial, nvmlDeviceGetString_fn);
+FAKE_CHECK(nvmlDeviceGetVbiosVersion, nvmlDeviceGetString_fn);
+FAKE_CHECK(nvmlDeviceGetPciInfo_v3, nvmlDeviceGetPciInfo_fn);
+FAKE_CHECK(nvmlDeviceGetPciInfo_v2, nvmlDeviceGetPciInfo_fn);
+FAKE_CHECK(nvmlDeviceGetPciInfo, nvmlDeviceGetPciInfo_fn);
+FAKE_CHECK(nvmlDeviceGetArchitecture, nvmlDeviceGetArchitecture_fn);
+FAKE_CHECK(nvmlDeviceGetCudaComputeCapability, nvmlDeviceGetCudaComputeCapability_fn);
+FAKE_CHECK(nvmlDeviceValidateInforom, nvmlDeviceValidateInforom_fn);
+FAKE_CHECK(nvmlDeviceGetMemoryInfo_v2, nvmlDeviceGetMemoryInfo_v2_fn);
+FAKE_CHECK(nvmlDeviceGetMemoryInfo, nvmlDeviceGetMemoryInfo_fn);
+FAKE_CHECK(nvmlDeviceGetEccMode, nvmlDeviceGetEnableStatePair_fn);
+FAKE_CHECK(nvmlDeviceGetTotalEccErrors, nvmlDeviceGetTotalEccErrors_fn);
+FAKE_CHECK(nvmlDeviceGetRetiredPages, nvmlDeviceGetRetiredPages_fn);
+FAKE_CHECK(nvmlDeviceGetRetiredPagesPendingStatus, nvmlDeviceGetEnableState_fn);
+FAKE_CHECK(nvmlDeviceGetRemappedRows, nvmlDeviceGetRemappedRows_fn);
+FAKE_CHECK(nvmlDeviceGetCurrPcieLinkGeneration, nvmlDeviceGetUint_fn);
+FAKE_CHECK(nvmlDeviceGetCurrPcieLinkWidth, nvmlDeviceGetUint_fn);
+FAKE_CHECK(nvmlDeviceGetMaxPcieLinkGeneration, nvmlDeviceGetUint_fn);
+FAKE_CHECK(nvmlDeviceGetMaxPcieLinkWidth, nvmlDeviceGetUint_fn);
+FAKE_CHECK(nvmlDeviceGetGpuMaxPcieLinkGeneration, nvmlDeviceGetUint_fn);
+FAKE_CHECK(nvmlDeviceGetPcieReplayCounter, nvmlDeviceGetUint_fn);
+FAKE_CHECK(nvmlDeviceGetPersistenceMode, nvmlDeviceGetEnableState_fn);
+FAKE_CHECK(nvmlDeviceGetComputeMode, nvmlDeviceGetComputeMode_fn);
+FAKE_CHECK(nvmlDeviceGetDriverModel_v2, nvmlDeviceGetDriverModel_fn);
+FAKE_CHECK(nvmlDeviceGetDriverModel, nvmlDeviceGetDriverModel_fn);
+FAKE_CHECK(nvmlDeviceGetMigMode, nvmlDeviceGetMigMode_fn);
+FAKE_CHECK(nvmlDeviceGetVirtualizationMode, nvmlDeviceGetVirtualizationMode_fn);
+FAKE_CHECK(nvmlDeviceGetGridLicensableFeatures_v4, nvmlDeviceGetGridLicensableFeatures_v4_fn);
+FAKE_CHECK(nvmlDeviceGetGridLicensableFeatures_v3, nvmlDeviceGetGridLicensableFeatures_v3_fn);
+FAKE_CHECK(nvmlDeviceGetGridLicensableFeatures_v2, nvmlDeviceGetGridLicensableFeatures_v2_fn);
+FAKE_CHECK(nvmlDeviceGetGridLicensableFeatures, nvmlDeviceGetGridLicensableFeatures_v1_fn);
+FAKE_CHECK(nvmlDeviceGetCurrentClocksEventReasons, nvmlDeviceGetClocksEventReasons_fn);
+FAKE_CHECK(nvmlDeviceGetCurrentClocksThrottleReasons, nvmlDeviceGetClocksEventReasons_fn);
+FAKE_CHECK(nvmlDeviceGetTemperature, nvmlDeviceGetTemperature_fn);
+FAKE_CHECK(nvmlDeviceGetTemperatureThreshold, nvmlDeviceGetTemperatureThreshold_fn);
+FAKE_CHECK(nvmlDeviceGetClockInfo, nvmlDeviceGetClock_fn);
+FAKE_CHECK(nvmlDeviceGetMaxClockInfo, nvmlDeviceGetClock_fn);
+FAKE_CHECK(nvmlDeviceGetPowerUsage, nvmlDeviceGetUint_fn);
+FAKE_CHECK(nvmlDeviceGetEnforcedPowerLimit, nvmlDeviceGetUint_fn);
+FAKE_CHECK(nvmlDeviceGetUtilizationRates, nvmlDeviceGetUtilizationRates_fn);
+FAKE_CHECK(nvmlDeviceGetPerformanceState, nvmlDeviceGetPerformanceState_fn);
+FAKE_CHECK(nvmlDeviceGetFanSpeed, nvmlDeviceGetUint_fn);

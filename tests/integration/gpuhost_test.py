@@ -1,0 +1,50 @@
+"""Shared support for the integration tests: run the built gpuhost (natively, or the Windows build
+through Wine) and read its JSON output. Standard library only."""
+import json
+import os
+import subprocess
+import unittest
+
+BIN = os.environ["GPUHOST_BIN"]
+WINE = os.environ.get("GPUHOST_WINE", "")          # scripts/wine-run.sh for the Windows build
+FAKE_NVML = os.environ.get("GPUHOST_FAKE_NVML", "")  # the fake NVML library built by the tests
+SCENARIOS = os.environ.get("GPUHOST_SCENARIOS", "")
+IS_WINDOWS_BUILD = bool(WINE)
+
+
+def host_path(path):
+    """A path the program under test understands (Wine maps / to Z:)."""
+    if IS_WINDOWS_BUILD and path.startswith("/"):
+        return "Z:" + path.replace("/", "\\")
+    return path
+
+
+def run(args, env=None, timeout=180, input_text=None):
+    """Runs gpuhost with `args`; returns CompletedProcess (text)."""
+    full_env = dict(os.environ)
+    full_env["NO_COLOR"] = "1"
+    if env:
+        full_env.update(env)
+    cmd = ([WINE] if IS_WINDOWS_BUILD else []) + [BIN] + list(args)
+    return subprocess.run(cmd, env=full_env, capture_output=True, text=True, timeout=timeout, input=input_text)
+
+
+def scenario_env(name):
+    return {"GPUHOST_NVML_LIBRARY": host_path(FAKE_NVML),
+            "GPUHOST_FAKE_NVML_SCENARIO": host_path(os.path.join(SCENARIOS, name + ".json"))}
+
+
+def findings(report):
+    return {f["id"]: f for f in report["findings"]}
+
+
+class GpuhostTestCase(unittest.TestCase):
+    def doctor_json(self, args, env=None, expect_exit=None, timeout=180):
+        proc = run(["doctor", "--json"] + list(args), env=env, timeout=timeout)
+        if expect_exit is not None:
+            self.assertEqual(proc.returncode, expect_exit, proc.stderr + proc.stdout[-2000:])
+        try:
+            report = json.loads(proc.stdout)
+        except json.JSONDecodeError:
+            self.fail("doctor --json printed no JSON. stderr:\n" + proc.stderr + "\nstdout:\n" + proc.stdout[:2000])
+        return proc, report
