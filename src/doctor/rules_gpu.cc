@@ -240,7 +240,8 @@ void judge_ecc_and_memory(const HostFacts& facts, const gpu::GpuDevice& d, Findi
       f.evidence.push_back(std::string("current ") + (e.enabled_current ? "on" : "off") + ", pending " +
                            (e.enabled_pending ? "on" : "off"));
       f.fix = facts.is_windows() ? "restart Windows" : "reboot (or reset the GPU: sudo nvidia-smi -i " + std::to_string(d.index) + " -r)";
-    } else if (!e.enabled_current) {
+    } else if (!e.enabled_current && !(d.virtualization.has_value() && *d.virtualization == gpu::VirtualizationMode::vgpu)) {
+      // (A vGPU guest cannot change ECC; the host's administrator sets it for the physical GPU.)
       auto& f = out.add(Layer::gpu, Severity::warn, "gpu.ecc.off", "ECC is off on a GPU that supports it");
       f.subject = subject;
       f.evidence.push_back("ECC mode disabled; memory errors go undetected");
