@@ -48,3 +48,14 @@ class GpuhostTestCase(unittest.TestCase):
         except json.JSONDecodeError:
             self.fail("doctor --json printed no JSON. stderr:\n" + proc.stderr + "\nstdout:\n" + proc.stdout[:2000])
         return proc, report
+
+
+FAKE_NVML_MINIMAL = os.environ.get("GPUHOST_FAKE_NVML_MINIMAL", "")
+FAKE_PYTHON = os.environ.get("GPUHOST_FAKE_PYTHON_BIN", "")
+TMP = os.environ.get("GPUHOST_TEST_TMP", "/tmp/gpuhost-integration")
+
+
+def tmp_dir(name):
+    path = os.path.join(TMP, name)
+    os.makedirs(path, exist_ok=True)
+    return path
