@@ -38,6 +38,9 @@ Flags:
   --from FILE            judge a report saved on another host with this gpuhost's knowledge
   --python PATH          also probe this interpreter, venv or conda env (repeatable)
   --no-python            skip the framework probes (fast: milliseconds)
+  --full-probe           import torch/tensorflow in every interpreter, to catch broken installs
+                         even where no GPU could use them (default: import only on GPU hosts;
+                         elsewhere versions and build facts are read from the installed files)
   --python-timeout SECS  stop a Python probe after SECS seconds (default 60)
   --knowledge DIR        use data files in DIR over the built-in ones (also GPUHOST_KNOWLEDGE_DIR)
   --only LAYERS          report only these layers, comma-separated (e.g. gpu,cuda)
@@ -70,6 +73,7 @@ struct DoctorOptions {
   std::string save;
   std::vector<std::string> pythons;
   bool no_python = false;
+  bool full_probe = false;
   int python_timeout_seconds = 60;
   std::string knowledge_dir;
   std::vector<doctor::Layer> only;
@@ -80,6 +84,7 @@ constexpr FlagSpec k_doctor_flags[] = {
     {"--json", false},          {"--color", true},         {"--no-color", false},      {"--help", false, "-h"},
     {"--from", true},           {"--save", true},          {"--python", true},         {"--no-python", false},
     {"--python-timeout", true}, {"--knowledge", true},     {"--only", true},           {"--verbose", false, "-v"},
+    {"--full-probe", false},
 };
 
 Result<DoctorOptions> parse_doctor_options(std::span<const std::string> args) {
@@ -92,6 +97,7 @@ Result<DoctorOptions> parse_doctor_options(std::span<const std::string> args) {
   o.save = parsed.value("--save").value_or("");
   o.pythons = parsed.values("--python");
   o.no_python = parsed.has("--no-python");
+  o.full_probe = parsed.has("--full-probe");
   if (auto t = parsed.value("--python-timeout")) {
     auto n = parse_int(*t);
     if (!n || *n <= 0 || *n > 3600)
@@ -122,8 +128,10 @@ Result<DoctorOptions> parse_doctor_options(std::span<const std::string> args) {
     }
   }
   if (parsed.has("--verbose")) o.detail = Detail::verbose;
-  if (!o.from.empty() && (!o.pythons.empty() || o.no_python))
-    return make_error(ErrorCode::invalid_argument, "--from judges a saved report; --python/--no-python do not apply");
+  if (!o.from.empty() && (!o.pythons.empty() || o.no_python || o.full_probe))
+    return make_error(ErrorCode::invalid_argument, "--from judges a saved report; --python, --no-python and --full-probe do not apply");
+  if (o.no_python && (o.full_probe || !o.pythons.empty()))
+    return make_error(ErrorCode::invalid_argument, "--no-python cannot be combined with --python or --full-probe");
   return o;
 }
 
@@ -172,6 +180,7 @@ int run_doctor(CommandContext& context) {
     doctor::CollectOptions collect;
     collect.probe_python = !options->no_python;
     collect.extra_pythons = options->pythons;
+    collect.full_python_probe = options->full_probe;
     collect.python_timeout = std::chrono::seconds(options->python_timeout_seconds);
     ProgressLine progress("checking this host");
     collect.progress = [&](std::string_view step) { progress.set_step(step); };

@@ -47,26 +47,29 @@ HostFacts collect_facts(const CollectOptions& options) {
   facts.collected_at = format_rfc3339_utc(std::chrono::system_clock::now());
   facts.gpuhost_version = GPUHOST_VERSION;
 
-  // Python interpreters take seconds (importing torch); everything else takes milliseconds, so
-  // the probes start first and run beside the rest.
+  facts.system = platform::collect_system_info();
+  if (options.progress) options.progress("reading GPUs through NVML");
+  facts.gpu = gpu::take_snapshot();
+  collect_os_settings(facts);
+
+  // Python interpreters take up to seconds (importing frameworks); the rest takes milliseconds,
+  // so the probes start as soon as it is known whether this is a GPU host, and run beside the rest.
+  bool gpu_host = !facts.gpu.devices.empty();
+  for (const auto& d : facts.linux.pci_display_devices) gpu_host |= d.vendor_id == 0x10de;
+  for (const auto& d : facts.windows_devices.display_devices) gpu_host |= d.vendor_id == 0x10de;
   std::thread python_thread;
   if (options.probe_python) {
-    python_thread = std::thread([&] { collect_pythons(facts, options); });
+    python_thread = std::thread([&facts, &options, gpu_host] { collect_pythons(facts, options, gpu_host); });
   } else {
     facts.python_skipped = true;
   }
 
-  facts.system = platform::collect_system_info();
   std::error_code ec;
   std::filesystem::path cwd =
       options.working_directory.empty() ? std::filesystem::current_path(ec) : std::filesystem::path(options.working_directory);
   facts.disks.push_back(disk_facts("working directory", cwd));
   facts.disks.push_back(disk_facts("temp directory", std::filesystem::temp_directory_path(ec)));
-
-  if (options.progress) options.progress("reading GPUs through NVML");
-  facts.gpu = gpu::take_snapshot();
   collect_cuda(facts);
-  collect_os_settings(facts);
   collect_security(facts);
   for (auto& [name, value] : platform::environment())
     if (interesting_variable(name)) facts.environment.emplace_back(name, value);

@@ -17,6 +17,10 @@ struct CollectOptions {
   std::vector<std::string> extra_pythons;
   // Per interpreter; a hung interpreter is killed with its children at this deadline.
   std::chrono::milliseconds python_timeout{std::chrono::seconds(60)};
+  // Import torch/tensorflow in every interpreter. Off: they are imported only on hosts with an
+  // NVIDIA GPU and a GPU build, where cuda.is_available() and the device list can change a
+  // verdict; elsewhere versions and build facts are read from the installed files (fast).
+  bool full_python_probe = false;
   std::string working_directory;  // default: the current directory
   // Told what is being looked at, for a progress line. May be empty. Called from worker threads,
   // one at a time.
@@ -25,12 +29,13 @@ struct CollectOptions {
 
 // Observes this host: every layer `doctor` judges. Never fails: what cannot be read is recorded
 // as such in the facts. Takes about as long as the slowest Python interpreter's import of torch
-// and tensorflow when probe_python is set; milliseconds otherwise.
+// and tensorflow when they must be imported (see full_python_probe); milliseconds otherwise.
 [[nodiscard]] HostFacts collect_facts(const CollectOptions& options);
 
 // The parts, for tests and for other commands that need one layer.
 void collect_cuda(HostFacts& facts);
-void collect_pythons(HostFacts& facts, const CollectOptions& options);
+// `gpu_host`: an NVIDIA GPU is present, so GPU builds are imported and asked about CUDA.
+void collect_pythons(HostFacts& facts, const CollectOptions& options, bool gpu_host);
 void collect_os_settings(HostFacts& facts);
 void collect_security(HostFacts& facts);
 

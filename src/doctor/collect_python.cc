@@ -36,6 +36,7 @@ Result<void> parse_python_probe(std::string_view output, PythonFacts& facts) {
   if (const json::Value* t = r.object("torch")) {
     json::FieldReader c(*t, "probe.torch");
     c.read("installed", facts.torch.installed);
+    c.read("imported", facts.torch.imported);
     c.read("version", facts.torch.version);
     c.read("cuda_build", facts.torch.cuda_build);
     c.read("hip_build", facts.torch.hip_build);
@@ -51,6 +52,7 @@ Result<void> parse_python_probe(std::string_view output, PythonFacts& facts) {
   if (const json::Value* t = r.object("tensorflow")) {
     json::FieldReader c(*t, "probe.tensorflow");
     c.read("installed", facts.tensorflow.installed);
+    c.read("imported", facts.tensorflow.imported);
     c.read("version", facts.tensorflow.version);
     c.read("built_with_cuda", facts.tensorflow.built_with_cuda);
     c.read("cuda_build", facts.tensorflow.cuda_build);
@@ -79,9 +81,11 @@ std::string resolve_python_argument(const std::string& arg) {
   return (fs::path(arg) / (windows ? "python.exe" : "bin/python")).string();
 }
 
-void probe(PythonFacts& p, const CollectOptions& options) {
+void probe(PythonFacts& p, const CollectOptions& options, bool gpu_host) {
   platform::ProcessOptions run;
   run.argv = {p.interpreter, "-c", std::string(python_probe_script())};
+  if (gpu_host) run.argv.push_back("--gpu-host");
+  if (options.full_python_probe) run.argv.push_back("--full");
   run.timeout = options.python_timeout;
   // Keep the probe from writing .pyc files into the user's environment and from picking up a
   // breakpoint hook or a startup script.
@@ -110,7 +114,8 @@ void probe(PythonFacts& p, const CollectOptions& options) {
 
 }  // namespace
 
-void collect_pythons(HostFacts& facts, const CollectOptions& options) {
+void collect_pythons(HostFacts& facts, const CollectOptions& options, bool gpu_host) {
+  facts.python_full_probe = options.full_python_probe;
   std::vector<PythonFacts> candidates;
   auto add = [&](const std::string& interpreter, const char* found_by) {
     for (const auto& c : candidates)
@@ -133,7 +138,7 @@ void collect_pythons(HostFacts& facts, const CollectOptions& options) {
         std::lock_guard lock(progress_mutex);
         options.progress("probing " + c.interpreter);
       }
-      probe(c, options);
+      probe(c, options, gpu_host);
     });
   }
   for (auto& t : threads) t.join();

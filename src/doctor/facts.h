@@ -46,6 +46,7 @@ struct CudaFacts {
 
 struct TorchFacts {
   bool installed = false;
+  bool imported = false;               // the probe imported torch (else: read from version.py only)
   std::string version;                 // "2.1.0+cu121"
   std::string cuda_build;              // torch.version.cuda, empty for a CPU-only build
   std::string hip_build;               // torch.version.hip (ROCm builds)
@@ -60,6 +61,7 @@ struct TorchFacts {
 
 struct TensorflowFacts {
   bool installed = false;
+  bool imported = false;
   std::string version;
   bool built_with_cuda = false;
   std::string cuda_build;
@@ -136,6 +138,7 @@ struct HostFacts {
   CudaFacts cuda;
   std::vector<PythonFacts> pythons;
   bool python_skipped = false;  // --no-python
+  bool python_full_probe = false;  // --full-probe: frameworks imported even where it cannot matter
   WindowsSettings windows;
   WindowsDevices windows_devices;
   LinuxSettings linux;

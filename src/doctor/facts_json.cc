@@ -206,6 +206,7 @@ Value python_to_json(const PythonFacts& p) {
   v["probe_error"] = p.probe_error;
   Value& t = v["torch"];
   t["installed"] = p.torch.installed;
+  t["imported"] = p.torch.imported;
   t["version"] = p.torch.version;
   t["cuda_build"] = p.torch.cuda_build;
   t["hip_build"] = p.torch.hip_build;
@@ -218,6 +219,7 @@ Value python_to_json(const PythonFacts& p) {
   t["error"] = p.torch.error;
   Value& tf = v["tensorflow"];
   tf["installed"] = p.tensorflow.installed;
+  tf["imported"] = p.tensorflow.imported;
   tf["version"] = p.tensorflow.version;
   tf["built_with_cuda"] = p.tensorflow.built_with_cuda;
   tf["cuda_build"] = p.tensorflow.cuda_build;
@@ -239,6 +241,7 @@ void python_from(FieldReader& r, PythonFacts& p) {
   r.read("probe_error", p.probe_error);
   read_object(r, "torch", [&](FieldReader& c) {
     c.read("installed", p.torch.installed);
+    c.read("imported", p.torch.imported);
     c.read("version", p.torch.version);
     c.read("cuda_build", p.torch.cuda_build);
     c.read("hip_build", p.torch.hip_build);
@@ -252,6 +255,7 @@ void python_from(FieldReader& r, PythonFacts& p) {
   });
   read_object(r, "tensorflow", [&](FieldReader& c) {
     c.read("installed", p.tensorflow.installed);
+    c.read("imported", p.tensorflow.imported);
     c.read("version", p.tensorflow.version);
     c.read("built_with_cuda", p.tensorflow.built_with_cuda);
     c.read("cuda_build", p.tensorflow.cuda_build);
@@ -307,6 +311,7 @@ json::Value to_json(const HostFacts& f) {
   for (const auto& p : f.pythons) pythons.push_back(python_to_json(p));
   v["pythons"] = std::move(pythons);
   v["python_skipped"] = f.python_skipped;
+  v["python_full_probe"] = f.python_full_probe;
 
   Value& win = v["windows"];
   win["tdr_level"] = registry_to_json(f.windows.tdr_level);
@@ -391,6 +396,7 @@ Result<HostFacts> facts_from_json(const json::Value& value) {
   });
   read_list(r, "pythons", f.pythons, python_from);
   r.read("python_skipped", f.python_skipped);
+  r.read("python_full_probe", f.python_full_probe);
   read_object(r, "windows", [&](FieldReader& c) {
     registry_from(c, "tdr_level", f.windows.tdr_level);
     registry_from(c, "tdr_delay", f.windows.tdr_delay);

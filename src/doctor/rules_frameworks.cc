@@ -127,6 +127,8 @@ void judge_torch(const HostFacts& facts, const knowledge::Knowledge& k, const Py
   f.subject = p.interpreter;
   if (t.cuda_available)
     f.evidence.push_back("torch.cuda.is_available(): True; " + join(t.devices, ", "));
+  else if (!t.imported)
+    f.evidence.push_back("CUDA build; no GPU on this host, so torch was not imported (--full-probe imports it)");
   else
     f.evidence.push_back(gpu_host ? "CUDA not available" : "CUDA build; no GPU on this host to use it");
   if (!t.cudnn_version.empty()) f.evidence.push_back("cuDNN " + t.cudnn_version);
@@ -179,7 +181,7 @@ void judge_tensorflow(const HostFacts& facts, const knowledge::Knowledge& k, con
     f.fix = pip + " install 'tensorflow[and-cuda]==" + tf.version + "'";
     return;
   }
-  if (gpu_host && tf.gpus.empty()) {
+  if (gpu_host && tf.imported && tf.gpus.empty()) {
     auto& f = out.add(Layer::frameworks, Severity::fail, "frameworks.tensorflow.no_gpu", name + " sees no GPU");
     f.subject = p.interpreter;
     f.evidence.push_back("tf.config.list_physical_devices('GPU') is empty; built for CUDA " + tf.cuda_build + ", cuDNN " + tf.cudnn_build);
@@ -188,7 +190,8 @@ void judge_tensorflow(const HostFacts& facts, const knowledge::Knowledge& k, con
   }
   auto& f = out.add(Layer::frameworks, Severity::ok, "frameworks.tensorflow", name);
   f.subject = p.interpreter;
-  f.evidence.push_back(tf.gpus.empty() ? "no GPU on this host" : "sees " + join(tf.gpus, ", "));
+  f.evidence.push_back(!tf.imported ? "not imported: no GPU on this host (--full-probe imports it)"
+                       : tf.gpus.empty() ? "no GPU on this host" : "sees " + join(tf.gpus, ", "));
   if (!tf.cuda_build.empty()) f.evidence.push_back("built for CUDA " + tf.cuda_build + ", cuDNN " + tf.cudnn_build);
 }
 

@@ -44,6 +44,17 @@ class ThisHost(GpuhostTestCase):
         self.assertEqual(probe["torch"]["cuda_build"], "")
         self.assertTrue(probe["torch"]["version"].startswith("1.13"))
 
+    def test_torch_is_imported_only_when_asked_or_useful(self):
+        proc, quick = self.doctor_json(["--python", "/usr/bin/python3", "--only", "frameworks"])
+        proc, full = self.doctor_json(["--python", "/usr/bin/python3", "--only", "frameworks", "--full-probe"])
+        pick = lambda r: [p for p in r["facts"]["pythons"] if p["interpreter"] == "/usr/bin/python3"][0]["torch"]
+        self.assertFalse(pick(quick)["imported"])
+        self.assertTrue(pick(full)["imported"])
+        # Read from torch/version.py or from the imported module, the build facts agree.
+        self.assertEqual(pick(quick)["version"], pick(full)["version"])
+        self.assertEqual(pick(quick)["cuda_build"], pick(full)["cuda_build"])
+        self.assertTrue(full["facts"]["python_full_probe"])
+
     def test_hanging_python_and_its_children_are_stopped(self):
         hang = script("hang-python", "sleep 600 & sleep 600")
         start = time.monotonic()
