@@ -3,7 +3,6 @@
 #include <thread>
 
 #include "base/json.h"
-#include "base/json_fields.h"
 #include "doctor/collect.h"
 #include "doctor/embedded_assets.h"
 #include "platform/files.h"
@@ -28,41 +27,9 @@ Result<void> parse_python_probe(std::string_view output, PythonFacts& facts) {
   line = line.substr(0, line.find('\n'));
   auto doc = json::parse(line);
   if (!doc) return make_error(ErrorCode::parse_error, "probe result is not JSON: " + doc.error().message);
-  json::FieldReader r(*doc, "probe");
-  r.read("executable", facts.executable);
-  r.read("version", facts.version);
-  r.read("platform", facts.platform);
-  r.read("tensorflow_gpu_version", facts.tensorflow_gpu_version);
-  if (const json::Value* t = r.object("torch")) {
-    json::FieldReader c(*t, "probe.torch");
-    c.read("installed", facts.torch.installed);
-    c.read("imported", facts.torch.imported);
-    c.read("version", facts.torch.version);
-    c.read("cuda_build", facts.torch.cuda_build);
-    c.read("hip_build", facts.torch.hip_build);
-    c.read("cuda_available", facts.torch.cuda_available);
-    c.read("cuda_unavailable_reason", facts.torch.cuda_unavailable_reason);
-    c.read("arch_list", facts.torch.arch_list);
-    c.read("cudnn_version", facts.torch.cudnn_version);
-    c.read("device_count", facts.torch.device_count);
-    c.read("devices", facts.torch.devices);
-    c.read("error", facts.torch.error);
-    if (!c.ok()) r.fail(c.error());
-  }
-  if (const json::Value* t = r.object("tensorflow")) {
-    json::FieldReader c(*t, "probe.tensorflow");
-    c.read("installed", facts.tensorflow.installed);
-    c.read("imported", facts.tensorflow.imported);
-    c.read("version", facts.tensorflow.version);
-    c.read("built_with_cuda", facts.tensorflow.built_with_cuda);
-    c.read("cuda_build", facts.tensorflow.cuda_build);
-    c.read("cudnn_build", facts.tensorflow.cudnn_build);
-    c.read("gpus", facts.tensorflow.gpus);
-    c.read("error", facts.tensorflow.error);
-    if (!c.ok()) r.fail(c.error());
-  }
-  if (!r.ok()) return std::unexpected(r.error());
-  return {};
+  // The probe prints the same fields a report keeps for an interpreter; interpreter and
+  // found_by are ours and the probe leaves them alone.
+  return python_facts_from_json(*doc, "probe", facts);
 }
 
 namespace {

@@ -149,6 +149,9 @@ struct HostFacts {
 };
 
 [[nodiscard]] json::Value to_json(const HostFacts& facts);
+// Reads one interpreter's facts (the `pythons[i]` object, which is also what the probe script
+// prints); fields absent from `value` are left as they are. `where` names it in errors.
+[[nodiscard]] Result<void> python_facts_from_json(const json::Value& value, std::string where, PythonFacts& out);
 // Lenient about missing fields, strict about wrong types (parse_error naming the field).
 [[nodiscard]] Result<HostFacts> facts_from_json(const json::Value& value);
 

@@ -268,6 +268,13 @@ void python_from(FieldReader& r, PythonFacts& p) {
 
 }  // namespace
 
+Result<void> python_facts_from_json(const json::Value& value, std::string where, PythonFacts& out) {
+  FieldReader r(value, std::move(where));
+  python_from(r, out);
+  if (!r.ok()) return std::unexpected(r.error());
+  return {};
+}
+
 json::Value to_json(const HostFacts& f) {
   Value v;
   v["collected_at"] = f.collected_at;

@@ -70,20 +70,6 @@ class TempFile {
   std::string m_path;
 };
 
-class DirStream {
- public:
-  explicit DirStream(DIR* dir) : m_dir(dir) {}
-  DirStream(const DirStream&) = delete;
-  DirStream& operator=(const DirStream&) = delete;
-  ~DirStream() {
-    if (m_dir) ::closedir(m_dir);
-  }
-  [[nodiscard]] DIR* get() const { return m_dir; }
-
- private:
-  DIR* m_dir;
-};
-
 }  // namespace
 
 Result<std::string> read_file(const std::filesystem::path& path, std::size_t max_bytes) {

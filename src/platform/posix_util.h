@@ -1,6 +1,8 @@
 #pragma once
 // Helpers shared by the *_posix.cc files only. Never include from a header outside platform/.
 
+#include <dirent.h>
+
 #include <cerrno>
 #include <string>
 #include <string_view>
@@ -42,5 +44,20 @@ class UniqueFd {
 
 // Reads a small text file (procfs, sysfs) whole; empty when it cannot be read.
 [[nodiscard]] std::string read_text_file_or_empty(const char* path);
+
+// Owns a DIR* from opendir; closes it on destruction. nullptr means empty.
+class DirStream {
+ public:
+  explicit DirStream(DIR* dir) : m_dir(dir) {}
+  DirStream(const DirStream&) = delete;
+  DirStream& operator=(const DirStream&) = delete;
+  ~DirStream() {
+    if (m_dir) ::closedir(m_dir);
+  }
+  [[nodiscard]] DIR* get() const { return m_dir; }
+
+ private:
+  DIR* m_dir;
+};
 
 }  // namespace gpuhost::platform

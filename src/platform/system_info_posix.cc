@@ -123,20 +123,6 @@ std::optional<long long> hex_file(const std::string& path) {
   return parse_int(text, 16);
 }
 
-class DirStream {
- public:
-  explicit DirStream(DIR* dir) : m_dir(dir) {}
-  DirStream(const DirStream&) = delete;
-  DirStream& operator=(const DirStream&) = delete;
-  ~DirStream() {
-    if (m_dir) ::closedir(m_dir);
-  }
-  [[nodiscard]] DIR* get() const { return m_dir; }
-
- private:
-  DIR* m_dir;
-};
-
 // One /dev/kmsg record is "pri,seq,ts_usec,flags[,...];message\n" followed by optional " KEY=value"
 // lines (Documentation/ABI/testing/dev-kmsg).
 std::string_view kmsg_message(std::string_view record) {
