@@ -47,7 +47,8 @@ void judge_preflight(const HostFacts& facts, const knowledge::Knowledge& knowled
     f.evidence.push_back("for " + std::string(knowledge::os_name(os)) + ", " + gpu_text);
     if (!rec->explanation.empty()) f.evidence.push_back(rec->explanation);
     if (rec->check)
-      for (const auto& c : rec->check->caveats) f.evidence.push_back(c);
+      for (const auto& c : rec->check->caveats)
+        if (rec->explanation.find(c) == std::string::npos) f.evidence.push_back(c);
     if (!driver) f.evidence.push_back("install the NVIDIA driver first to use a CUDA build; gpuhost doctor then picks it");
     f.fix = rec->install_command;
   }
@@ -63,7 +64,8 @@ void judge_preflight(const HostFacts& facts, const knowledge::Knowledge& knowled
   auto& f = out.add(Layer::preflight, Severity::info, "preflight.tensorflow",
                     "TensorFlow: " + best.release->version.str() + " (" + knowledge::tensorflow_install_path_name(best.path) + ")");
   if (!best.explanation.empty()) f.evidence.push_back(best.explanation);
-  for (const auto& c : best.caveats) f.evidence.push_back(c);
+  for (const auto& c : best.caveats)
+    if (best.explanation.find(c) == std::string::npos) f.evidence.push_back(c);
   for (std::size_t i = 1; i < advice.options.size(); ++i) {
     const auto& alt = advice.options[i];
     f.evidence.push_back(std::string("or ") + knowledge::tensorflow_install_path_name(alt.path) + ": " + join(alt.commands, " && "));
