@@ -14,8 +14,8 @@ packages=(
   g++-mingw-w64-x86-64-posix mingw-w64-tools wine wine64
   # test parts: Debian's PyTorch for real trainers, tmux for terminal tests
   python3 python3-torch tmux procps iproute2
-  # benchmarks
-  hyperfine
+  # benchmarks; fio and iperf3 are the anchors `bench` is cross-checked against
+  hyperfine fio iperf3
 )
 
 missing=()

@@ -10,8 +10,11 @@ namespace gpuhost::cli {
 namespace {
 
 const std::array k_commands = {
+    Command{"bench", "measure disk, memory, network and GPUs against the spec sheet and acceptance bands",
+            k_bench_help, run_bench},
     Command{"doctor", "check GPU, driver, CUDA, frameworks and OS settings; say what is wrong and the fix",
             k_doctor_help, run_doctor},
+    Command{"plan", "estimate GPU memory for a job; rank instance types by the cost of the whole job", k_plan_help, run_plan},
     Command{"help", "show the commands, or one command's help: gpuhost help doctor", k_help_help, run_help},
     Command{"version", "print gpuhost's version and build", k_version_help, run_version},
 };

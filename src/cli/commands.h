@@ -5,8 +5,14 @@
 
 namespace gpuhost::cli {
 
+extern const char k_bench_help[];
+int run_bench(CommandContext& context);
+
 extern const char k_doctor_help[];
 int run_doctor(CommandContext& context);
+
+extern const char k_plan_help[];
+int run_plan(CommandContext& context);
 
 extern const char k_help_help[];
 int run_help(CommandContext& context);

@@ -54,6 +54,43 @@ const GpuModel* GpuTable::find_by_key(std::string_view key) const {
 }
 
 namespace detail {
+namespace {
+
+// Reads a row's optional "spec" object; problems are recorded on `row`.
+std::optional<GpuSpec> read_spec(RowReader& row) {
+  const json::Value* object = row.optional_object("spec");
+  if (!object) return std::nullopt;
+  RowReader reader(*object, row.where() + ": spec");
+  GpuSpec spec;
+  auto positive = [&](std::string_view field) -> std::optional<double> {
+    auto value = reader.optional_number(field);
+    if (value && !(*value > 0)) reader.fail(field, "must be a positive number");
+    return value;
+  };
+  spec.fp32_tflops = positive("fp32_tflops");
+  spec.tf32_dense_tflops = positive("tf32_dense_tflops");
+  spec.fp16_dense_tflops = positive("fp16_dense_tflops");
+  spec.bf16_dense_tflops = positive("bf16_dense_tflops");
+  spec.memory_bandwidth_gbps = positive("memory_bandwidth_gbps");
+  spec.tdp_w = positive("tdp_w");
+  if (auto gen = reader.optional_integer("pcie_generation")) {
+    if (*gen < 1 || *gen > 6) reader.fail("pcie_generation", "must be 1 to 6");
+    spec.pcie_generation = static_cast<int>(*gen);
+  }
+  if (auto width = reader.optional_integer("pcie_width")) {
+    if (*width != 1 && *width != 2 && *width != 4 && *width != 8 && *width != 16)
+      reader.fail("pcie_width", "must be 1, 2, 4, 8 or 16 lanes");
+    spec.pcie_width = static_cast<int>(*width);
+  }
+  spec.source = reader.string("source");
+  if (auto done = reader.finish(); !done) {
+    row.adopt(done.error());
+    return std::nullopt;
+  }
+  return spec;
+}
+
+}  // namespace
 
 Result<GpuTable> parse_gpus(const json::Value& document, const std::string& location) {
   GpuTable table;
@@ -83,6 +120,7 @@ Result<GpuTable> parse_gpus(const json::Value& document, const std::string& loca
     model.architecture = row.string("architecture");
     model.compute_capability = row.compute_capability("compute_capability");
     model.memory_gb = row.optional_number("memory_gb");
+    model.spec = read_spec(row);
     model.provenance = row.provenance();
     if (auto done = row.finish(); !done) return std::unexpected(done.error());
     keys.push_back(model.key);

@@ -10,6 +10,22 @@
 
 namespace gpuhost::knowledge {
 
+// Spec-sheet numbers of a GPU model (data/gpus.json, a row's optional "spec" object). Tensor
+// numbers are DENSE (not 2:4-sparse) with FP32 accumulate; a field is absent when the format has
+// no tensor-core support on the model or no source confirmed it
+// (shared/research/03-selection-cost-anchors.md section 3).
+struct GpuSpec {
+  std::optional<double> fp32_tflops;             // non-tensor FP32
+  std::optional<double> tf32_dense_tflops;
+  std::optional<double> fp16_dense_tflops;
+  std::optional<double> bf16_dense_tflops;
+  std::optional<double> memory_bandwidth_gbps;   // GB/s (10^9 bytes per second)
+  std::optional<int> pcie_generation;            // 1..6
+  std::optional<int> pcie_width;                 // lanes: 1, 2, 4, 8 or 16
+  std::optional<double> tdp_w;
+  std::string source;                            // where the spec numbers come from
+};
+
 // One GPU model (data/gpus.json).
 struct GpuModel {
   std::string key;   // "a100-sxm4-80gb"
@@ -19,6 +35,7 @@ struct GpuModel {
   std::string architecture;  // "Ampere"
   ComputeCapability compute_capability;
   std::optional<double> memory_gb;  // when a source gives it
+  std::optional<GpuSpec> spec;      // when a source gives spec-sheet numbers
   Provenance provenance;            // confidence is `unofficial` for A10G's compute capability
 };
 

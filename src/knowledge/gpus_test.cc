@@ -106,5 +106,29 @@ TEST(Gpus, EveryComputeCapabilityIsInTheArchitectureTable) {
   }
 }
 
+TEST(Gpus, A100AndH100CarryDenseSpecSheetNumbers) {
+  const auto* a100 = table().find_by_key("a100-sxm4-80gb");
+  ASSERT_TRUE(a100 && a100->spec);
+  EXPECT_EQ(a100->spec->bf16_dense_tflops, 312);
+  EXPECT_EQ(a100->spec->tf32_dense_tflops, 156);
+  EXPECT_EQ(a100->spec->fp32_tflops, 19.5);
+  EXPECT_EQ(a100->spec->pcie_generation, 4);
+  EXPECT_EQ(a100->spec->pcie_width, 16);
+  EXPECT_FALSE(a100->spec->source.empty());
+  const auto* h100 = table().find_by_key("h100-sxm");
+  ASSERT_TRUE(h100 && h100->spec);
+  EXPECT_EQ(h100->spec->bf16_dense_tflops, 989);
+  EXPECT_EQ(h100->spec->pcie_generation, 5);
+}
+
+TEST(Gpus, SpecLeavesOutFormatsWithoutTensorSupport) {
+  const auto* t4 = table().find_by_key("t4");
+  ASSERT_TRUE(t4 && t4->spec);
+  EXPECT_FALSE(t4->spec->bf16_dense_tflops);
+  EXPECT_FALSE(t4->spec->tf32_dense_tflops);
+  EXPECT_EQ(t4->spec->fp16_dense_tflops, 65);
+  EXPECT_FALSE(table().find_by_key("a10g")->spec);
+}
+
 }  // namespace
 }  // namespace gpuhost::knowledge

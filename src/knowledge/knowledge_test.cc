@@ -126,6 +126,15 @@ TEST_F(KnowledgeOverride, CorruptRowNamesFileRowAndField) {
   EXPECT_TRUE(contains(error, "\"eight\"")) << error;
 }
 
+TEST_F(KnowledgeOverride, BadSpecFieldNamesRowAndField) {
+  json::Value doc = embedded_json("gpus.json");
+  doc["gpus"].items()[7]["spec"]["pcie_width"] = 3;
+  write_json("gpus.json", doc);
+  std::string error = load_error();
+  EXPECT_TRUE(contains(error, "(key a100-sxm4-40gb): spec")) << error;
+  EXPECT_TRUE(contains(error, "field \"pcie_width\"")) << error;
+}
+
 TEST_F(KnowledgeOverride, InvalidJsonNamesFile) {
   write_text("pytorch.json", "{\"schema_version\": 1,");
   std::string error = load_error();

@@ -6,7 +6,7 @@
 
 #include "base/strings.h"
 
-namespace gpuhost::knowledge::detail {
+namespace gpuhost::knowledge {
 namespace {
 
 std::string describe(const json::Value& value) {
@@ -240,6 +240,16 @@ const json::Value* RowReader::object(std::string_view field) {
   return value;
 }
 
+const json::Value* RowReader::optional_object(std::string_view field) {
+  const json::Value* value = member(field, true);
+  if (m_error || !value) return nullptr;
+  if (!value->is_object()) {
+    fail_type(field, "an object", *value);
+    return nullptr;
+  }
+  return value;
+}
+
 Provenance RowReader::provenance() {
   Provenance p;
   p.source = string("source");
@@ -326,4 +336,4 @@ void check_duplicates(RowReader& root, std::string_view table, const std::vector
   }
 }
 
-}  // namespace gpuhost::knowledge::detail
+}  // namespace gpuhost::knowledge

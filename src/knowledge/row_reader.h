@@ -1,6 +1,7 @@
 #pragma once
 
-// Internal to knowledge/: validated reads of the data files' JSON objects.
+// Validated reads of sourced data files (rows with "source" and "as_of"): used by knowledge/ and
+// by capabilities that keep sourced tables of their own (plan/ models and instances).
 
 #include <cstdint>
 #include <optional>
@@ -14,7 +15,7 @@
 #include "knowledge/common.h"
 #include "knowledge/compute_capability.h"
 
-namespace gpuhost::knowledge::detail {
+namespace gpuhost::knowledge {
 
 // Reads one JSON object field by field and remembers the first problem. After a problem every
 // accessor returns a default value, so a parser reads all the fields it wants and then calls
@@ -49,6 +50,8 @@ class RowReader {
   [[nodiscard]] const json::Value::Array* optional_array(std::string_view field);
   // A required nested object; nullptr after an error. Points into the object.
   [[nodiscard]] const json::Value* object(std::string_view field);
+  // An optional nested object: nullptr when absent, null or after an error.
+  [[nodiscard]] const json::Value* optional_object(std::string_view field);
 
   // "source" (required), "as_of" (required, YYYY-MM or YYYY-MM-DD), "confidence" and "note".
   [[nodiscard]] Provenance provenance();
@@ -93,4 +96,4 @@ void read_header(RowReader& root);
 // Adds an error for the first duplicate in `keys` ("duplicate <what> \"<key>\"").
 void check_duplicates(RowReader& root, std::string_view table, const std::vector<std::string>& keys);
 
-}  // namespace gpuhost::knowledge::detail
+}  // namespace gpuhost::knowledge

@@ -1,0 +1,137 @@
+// Compares the estimator's totals with published measured or documented figures and prints the
+// error per case. The bound is loose on purpose: it catches a broken formula, not a few percent.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "plan/memory.h"
+#include "plan/model.h"
+
+namespace gpuhost::plan {
+namespace {
+
+struct Case {
+  const char* name;
+  double published_gb;  // as published ("GB"; read as GiB, as torch reports it)
+  const char* source;
+  ModelSpec model;
+  JobSetup setup;
+};
+
+ModelSpec t0_3b() {
+  // bigscience/T0_3B = T5 v1.1 XL (LM-adapted): 24 + 24 layers, d_model 2048, 32 heads, gated
+  // d_ff 5120, vocab 32128, 2.85B parameters (huggingface.co/bigscience/T0_3B config.json).
+  ModelSpec m;
+  m.key = "t0_3b";
+  m.name = "T0_3B";
+  m.architecture = Architecture::encoder_decoder;
+  m.layers = 24;
+  m.decoder_layers = 24;
+  m.hidden = 2048;
+  m.heads = 32;
+  m.kv_heads = 32;
+  m.intermediate = 5120;
+  m.vocab = 32128;
+  m.gated_mlp = true;
+  m.params = 2.85e9;
+  m.encoder_seq = 64;
+  m.decoder_seq = 64;
+  return m;
+}
+
+ModelSpec bloom_7b1() {
+  // bigscience/bloomz-7b1: 30 layers, hidden 4096, 32 heads, vocab 250880, 4h GeLU MLP, tied, 7.07B.
+  ModelSpec m;
+  m.key = "bloomz-7b1";
+  m.name = "bloomz-7b1";
+  m.layers = 30;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 32;
+  m.intermediate = 4 * 4096;
+  m.vocab = 250880;
+  m.gated_mlp = false;
+  m.tied_embeddings = true;
+  m.params = 7.07e9;
+  return m;
+}
+
+ModelSpec llama2_7b() {
+  // meta-llama/Llama-2-7b-hf config.json: 32 layers, 4096, 32 heads (no GQA), 11008, vocab 32000.
+  ModelSpec m;
+  m.key = "llama-2-7b";
+  m.name = "Llama 2 7B";
+  m.layers = 32;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 32;
+  m.intermediate = 11008;
+  m.vocab = 32000;
+  m.params = 6.74e9;
+  return m;
+}
+
+JobSetup setup(Method method, Precision precision, int batch, int seq, Checkpointing ckpt) {
+  JobSetup s;
+  s.method = method;
+  s.precision = precision;
+  s.batch = batch;
+  s.seq = seq;
+  s.checkpointing = ckpt;
+  return s;
+}
+
+TEST(Validation, EstimatesAgainstPublishedFigures) {
+  const char* peft = "huggingface/peft README, 'GPU memory required for adapting LLMs on the few-shot dataset ought/raft/twitter_complaints', "
+                     "single A100 80GB (batch 8 and 64-token texts assumed from the PEFT seq2seq example scripts)";
+  std::vector<Case> cases;
+  {
+    JobSetup s = setup(Method::full, Precision::fp32, 8, 64, Checkpointing::none);
+    s.flash_attention = false;
+    cases.push_back({"T0_3B full fine-tune, fp32 AdamW", 47.14, peft, t0_3b(), s});
+  }
+  {
+    JobSetup s = setup(Method::lora, Precision::fp32, 8, 64, Checkpointing::none);
+    s.flash_attention = false;
+    s.lora_rank = 8;
+    s.lora_targets = {"q", "v"};
+    cases.push_back({"T0_3B LoRA r8 q,v, fp32 base", 14.4, peft, t0_3b(), s});
+  }
+  {
+    JobSetup s = setup(Method::lora, Precision::fp32, 8, 64, Checkpointing::none);
+    s.flash_attention = false;
+    s.lora_rank = 8;
+    s.lora_targets = {"q", "v"};
+    cases.push_back({"bloomz-7b1 LoRA r8, fp32 base", 32, peft, bloom_7b1(), s});
+  }
+  const char* factory = "hiyouga/LLaMA-Factory README 'Hardware Requirement' table, 7B column (2023 revision, as kept in the fork "
+                        "charlieUWUuwu/NTTU_meta_campus_chat README); batch 1, 1024 tokens, gradient checkpointing assumed";
+  cases.push_back({"7B LoRA 16-bit (LLaMA-Factory)", 16, factory, llama2_7b(),
+                   setup(Method::lora, Precision::bf16, 1, 1024, Checkpointing::full)});
+  cases.push_back({"7B QLoRA 4-bit (LLaMA-Factory)", 6, factory, llama2_7b(),
+                   setup(Method::qlora, Precision::bf16, 1, 1024, Checkpointing::full)});
+  {
+    JobSetup s = setup(Method::lora, Precision::bf16, 1, 8192, Checkpointing::full);
+    s.sharding = Sharding::zero2;
+    s.gpus = 8;
+    s.lora_rank = 8;
+    cases.push_back({"Llama-2-7B LoRA 8k ctx, ZeRO-2 x8", 25.7,
+                     "LongLoRA (arXiv 2309.12307) Table 12 via huggingface.co/datasets/odyn-network/benchmark-finetune-lora-v1 "
+                     "(shared/research/03 section 4.6); FlashAttention-2 and gradient checkpointing assumed",
+                     llama2_7b(), s});
+  }
+
+  std::printf("\n%-40s %10s %10s %8s\n", "case", "published", "estimate", "error");
+  for (const auto& c : cases) {
+    auto e = estimate_memory(c.model, c.setup);
+    ASSERT_TRUE(e) << c.name << ": " << e.error().message;
+    const double est = e->total_bytes / (1024.0 * 1024 * 1024);
+    const double error = (est - c.published_gb) / c.published_gb;
+    std::printf("%-40s %8.2fGB %8.2fGB %+7.1f%%   source: %s\n", c.name, c.published_gb, est, error * 100, c.source);
+    EXPECT_LT(std::abs(error), 0.5) << c.name;
+  }
+}
+
+}  // namespace
+}  // namespace gpuhost::plan
