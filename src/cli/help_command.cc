@@ -40,11 +40,14 @@ int run_help(CommandContext& context) {
     context.out << "  " << c.name << std::string(width - c.name.size() + 3, ' ') << c.summary << "\n";
   context.out << "\nEvery command accepts --json (machine-readable output), --no-color / --color=auto|always|never,\n"
               << "and --help. Colour is off when NO_COLOR is set or output is not a terminal.\n"
-              << "Exit codes: 0 ok, 1 checks failed, 2 bad command line, 3 could not run (doc/exit-codes.md).\n\n"
+              << "Exit codes: 0 ok, 1 checks failed, 2 bad command line, 3 could not run, 130 interrupted\n"
+              << "(doc/exit-codes.md).\n\n"
               << "Examples:\n"
-              << "  gpuhost doctor                 check this host\n"
-              << "  gpuhost doctor --json > r.json save a report to send to someone\n"
-              << "  gpuhost doctor --from r.json   judge a report from another host\n";
+              << "  gpuhost doctor                                    check this host\n"
+              << "  gpuhost doctor --json --save r.json               save a report to send to someone\n"
+              << "  gpuhost doctor --from r.json                      judge a report from another host\n"
+              << "  gpuhost bench --quick                             disk, memory and GPU against the bands\n"
+              << "  gpuhost plan llama-3-8b --method lora --gpu-hours 20 --reference-gpu A100\n";
   return k_exit_ok;
 }
 
