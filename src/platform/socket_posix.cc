@@ -95,16 +95,6 @@ Result<std::size_t> TcpStream::send_some(const void* data, std::size_t bytes) {
   }
 }
 
-Result<void> TcpStream::send_all(const void* data, std::size_t bytes) {
-  const auto* p = static_cast<const char*>(data);
-  while (bytes > 0) {
-    std::size_t n = GPUHOST_TRY(send_some(p, bytes));
-    p += n;
-    bytes -= n;
-  }
-  return {};
-}
-
 Result<std::size_t> TcpStream::receive_some(void* data, std::size_t bytes) {
   for (;;) {
     ssize_t n = ::recv(static_cast<int>(m_handle), data, bytes, 0);
@@ -112,17 +102,6 @@ Result<std::size_t> TcpStream::receive_some(void* data, std::size_t bytes) {
     if (n < 0) return std::unexpected(socket_error("receiving", errno));
     return static_cast<std::size_t>(n);
   }
-}
-
-Result<void> TcpStream::receive_all(void* data, std::size_t bytes) {
-  auto* p = static_cast<char*>(data);
-  while (bytes > 0) {
-    std::size_t n = GPUHOST_TRY(receive_some(p, bytes));
-    if (n == 0) return make_error(ErrorCode::io_error, "receiving: the peer closed the connection");
-    p += n;
-    bytes -= n;
-  }
-  return {};
 }
 
 Result<bool> TcpStream::wait_readable(std::chrono::milliseconds timeout) {

@@ -106,32 +106,11 @@ Result<std::size_t> TcpStream::send_some(const void* data, std::size_t bytes) {
   return static_cast<std::size_t>(n);
 }
 
-Result<void> TcpStream::send_all(const void* data, std::size_t bytes) {
-  const auto* p = static_cast<const char*>(data);
-  while (bytes > 0) {
-    std::size_t n = GPUHOST_TRY(send_some(p, bytes));
-    p += n;
-    bytes -= n;
-  }
-  return {};
-}
-
 Result<std::size_t> TcpStream::receive_some(void* data, std::size_t bytes) {
   int chunk = bytes > (1u << 30) ? (1 << 30) : static_cast<int>(bytes);
   int n = ::recv(sock(m_handle), static_cast<char*>(data), chunk, 0);
   if (n == SOCKET_ERROR) return std::unexpected(socket_error("receiving", WSAGetLastError()));
   return static_cast<std::size_t>(n);
-}
-
-Result<void> TcpStream::receive_all(void* data, std::size_t bytes) {
-  auto* p = static_cast<char*>(data);
-  while (bytes > 0) {
-    std::size_t n = GPUHOST_TRY(receive_some(p, bytes));
-    if (n == 0) return make_error(ErrorCode::io_error, "receiving: the peer closed the connection");
-    p += n;
-    bytes -= n;
-  }
-  return {};
 }
 
 Result<bool> TcpStream::wait_readable(std::chrono::milliseconds timeout) {

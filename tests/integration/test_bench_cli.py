@@ -95,7 +95,8 @@ class NetworkMatchesIperf3(unittest.TestCase):
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             time.sleep(0.3)
-            args = ["iperf3", "-c", "127.0.0.1", "-p", "5298", "-P", str(streams), "-t", str(seconds), "-J"]
+            # -l 1M: the same per-call length gpuhost uses (src/bench/network.cc k_chunk).
+            args = ["iperf3", "-c", "127.0.0.1", "-p", "5298", "-P", str(streams), "-t", str(seconds), "-l", "1M", "-J"]
             out = subprocess.run(args + (["-R"] if reverse else []), capture_output=True, text=True, timeout=60, check=True)
             return json.loads(out.stdout)["end"]["sum_received"]["bits_per_second"] / 1e9
         finally:
