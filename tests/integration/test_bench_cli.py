@@ -6,6 +6,7 @@ fio, iperf3, the fake CUDA libraries (Linux .so) and signals are Linux-only here
 import json
 import os
 import shutil
+import statistics
 import signal
 import subprocess
 import time
@@ -53,40 +54,50 @@ def fio(directory, name, rw, bs, jobs, seconds, size_mib, region_mib=None):
     return job["write" if "write" in rw else "read"]
 
 
+# The fio / iperf3 cross-checks run as their own CTest entry, bench_crosscheck (label crosscheck),
+# which scripts/test.sh runs alone and retries once: they compare two measurements of shared,
+# noisy hardware. GPUHOST_CROSSCHECK=1 turns them on.
+CROSSCHECK = os.environ.get("GPUHOST_CROSSCHECK") == "1"
+
+
+@unittest.skipUnless(CROSSCHECK, "run by the bench_crosscheck test (GPUHOST_CROSSCHECK=1)")
 @unittest.skipIf(IS_WINDOWS_BUILD, "fio runs on Linux only here")
 @unittest.skipUnless(shutil.which("fio"), "fio not installed (scripts/install-deps.sh)")
 class DiskMatchesFio(unittest.TestCase):
     def test_iops_and_throughput_within_15_percent_of_fio(self):
         directory = tmp_dir("bench-fio")
-        size, seconds, threads, seq_threads = 256, 1.5, 16, 4
+        # 1 GiB: the sequential write is size-based in both tools, and at ~2 GB/s a smaller file is
+        # written in a tenth of a second, too short to measure steadily.
+        size, seconds, threads, seq_threads = 1024, 1.5, 16, 4
         region = size // seq_threads
-        # A shared VM disk swings by 10-25% between runs for both tools, so each side keeps its
-        # best of up to five alternating rounds.
-        ours, theirs, ratios = {}, {}, {}
+        # A shared VM disk swings by 10-25% between runs for both tools. The tools therefore run
+        # back to back in each of five rounds, and the check is on the median of the per-round
+        # ratios: a drift hits both sides of a round, and one noisy round cannot decide it.
+        per_round = {}
         for attempt in range(5):
             _, report = bench_json(["disk", "--path", directory, "--disk-size-mib", str(size),
                                     "--disk-seconds", str(seconds), "--disk-threads", str(threads)])
-            for m in report["measurements"]:
-                ours[m["id"]] = max(ours.get(m["id"], 0), m["value"])
-            fio_now = {
+            ours = {m["id"]: m["value"] for m in report["measurements"]}
+            theirs = {
                 "disk.seq_write_mbps": fio(directory, "w", "write", "1M", seq_threads, 0, size, region)["bw_bytes"] / 1e6,
                 "disk.seq_read_mbps": fio(directory, "r", "read", "1M", seq_threads, seconds, size, region)["bw_bytes"] / 1e6,
                 "disk.randread_iops": fio(directory, "rr", "randread", "4k", threads, seconds, size)["iops"],
                 "disk.randwrite_iops": fio(directory, "rw", "randwrite", "4k", threads, seconds, size)["iops"],
             }
             os.remove(os.path.join(directory, "fio-crosscheck.tmp"))
-            for k, v in fio_now.items():
-                theirs[k] = max(theirs.get(k, 0), v)
-            ratios = {k: ours[k] / theirs[k] for k in theirs}
-            print("gpuhost vs fio:", {k: "%.0f vs %.0f (%.2f)" % (ours[k], theirs[k], ratios[k]) for k in theirs})
-            if all(abs(r - 1) <= TOLERANCE for k, r in ratios.items() if k in ASSERTED_DISK):
-                break
-        for key, ratio in ratios.items():
+            for k in theirs:
+                per_round.setdefault(k, []).append(ours[k] / theirs[k])
+            print("round %d gpuhost vs fio:" % (attempt + 1),
+                  {k: "%.0f vs %.0f (%.2f)" % (ours[k], theirs[k], ours[k] / theirs[k]) for k in theirs})
+        medians = {k: statistics.median(v) for k, v in per_round.items()}
+        print("median gpuhost/fio:", {k: round(v, 2) for k, v in medians.items()})
+        for key, ratio in medians.items():
             if key in ASSERTED_DISK:
-                self.assertLessEqual(abs(ratio - 1), TOLERANCE, "%s: gpuhost/fio = %.2f" % (key, ratio))
+                self.assertLessEqual(abs(ratio - 1), TOLERANCE, "%s: median gpuhost/fio = %.2f" % (key, ratio))
         self.assertEqual([f for f in os.listdir(directory) if f.startswith("gpuhost-bench-")], [])
 
 
+@unittest.skipUnless(CROSSCHECK, "run by the bench_crosscheck test (GPUHOST_CROSSCHECK=1)")
 @unittest.skipIf(IS_WINDOWS_BUILD, "iperf3 runs on Linux only here")
 @unittest.skipUnless(shutil.which("iperf3"), "iperf3 not installed (scripts/install-deps.sh)")
 class NetworkMatchesIperf3(unittest.TestCase):
@@ -112,21 +123,22 @@ class NetworkMatchesIperf3(unittest.TestCase):
         try:
             line = server.stdout.readline()
             port = line.strip().rsplit(":", 1)[1].split()[0]
-            # Loopback on a small shared VM swings by 10-20% between runs for both tools, so
-            # each side keeps its best of up to five alternating rounds.
-            ours, theirs, ratios = {"up": 0, "down": 0}, {"up": 0, "down": 0}, {}
+            # Loopback on a small shared VM swings by 10-20% between runs for both tools: five
+            # back-to-back rounds, checked on the median of the per-round ratios.
+            per_round = {"up": [], "down": []}
             for attempt in range(5):
                 _, report = bench_json(["network", "--peer", "127.0.0.1:" + port, "--streams", "1", "--net-seconds", "3"])
-                ours["up"] = max(ours["up"], measurement(report, "network.upload_gbits")["value"])
-                ours["down"] = max(ours["down"], measurement(report, "network.download_gbits")["value"])
-                theirs["up"] = max(theirs["up"], self.iperf3(False, 1, 3))
-                theirs["down"] = max(theirs["down"], self.iperf3(True, 1, 3))
-                ratios = {k: ours[k] / theirs[k] for k in ours}
-                print("gpuhost vs iperf3 (Gbit/s):", {k: "%.2f vs %.2f (%.2f)" % (ours[k], theirs[k], ratios[k]) for k in ours})
-                if all(abs(r - 1) <= TOLERANCE for r in ratios.values()):
-                    break
-            for key, ratio in ratios.items():
-                self.assertLessEqual(abs(ratio - 1), TOLERANCE, "%s: gpuhost/iperf3 = %.2f" % (key, ratio))
+                ours = {"up": measurement(report, "network.upload_gbits")["value"],
+                        "down": measurement(report, "network.download_gbits")["value"]}
+                theirs = {"up": self.iperf3(False, 1, 3), "down": self.iperf3(True, 1, 3)}
+                for k in ours:
+                    per_round[k].append(ours[k] / theirs[k])
+                print("round %d gpuhost vs iperf3 (Gbit/s):" % (attempt + 1),
+                      {k: "%.2f vs %.2f (%.2f)" % (ours[k], theirs[k], ours[k] / theirs[k]) for k in ours})
+            medians = {k: statistics.median(v) for k, v in per_round.items()}
+            print("median gpuhost/iperf3:", {k: round(v, 2) for k, v in medians.items()})
+            for key, ratio in medians.items():
+                self.assertLessEqual(abs(ratio - 1), TOLERANCE, "%s: median gpuhost/iperf3 = %.2f" % (key, ratio))
             self.assertGreater(measurement(report, "network.rtt_us")["value"], 0)
         finally:
             server.send_signal(signal.SIGINT)
