@@ -55,7 +55,7 @@ def fio(directory, name, rw, bs, jobs, seconds, size_mib, region_mib=None):
 
 
 # The fio / iperf3 cross-checks run as their own CTest entry, bench_crosscheck (label crosscheck),
-# which scripts/test.sh runs alone and retries once: they compare two measurements of shared,
+# which scripts/test.sh runs alone and tries up to three times: they compare two measurements of shared,
 # noisy hardware. GPUHOST_CROSSCHECK=1 turns them on.
 CROSSCHECK = os.environ.get("GPUHOST_CROSSCHECK") == "1"
 
