@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   # build
   build-essential cmake ninja-build pkg-config git ca-certificates
-  nlohmann-json3-dev
+  nlohmann-json3-dev libtomlplusplus-dev libxxhash-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   clang-format
   # Windows cross build and the Wine that runs its tests

@@ -15,6 +15,11 @@ const std::array k_commands = {
     Command{"doctor", "check GPU, driver, CUDA, frameworks and OS settings; say what is wrong and the fix",
             k_doctor_help, run_doctor},
     Command{"plan", "estimate GPU memory for a job; rank instance types by the cost of the whole job", k_plan_help, run_plan},
+    Command{"run", "supervise a training command: validated checkpoints, preemption notices, automatic resume",
+            k_run_help, run_run},
+    Command{"jobs", "list the jobs gpuhost run has supervised here, with their state", k_jobs_help, run_jobs},
+    Command{"status", "one job's state, checkpoints and events (notices, saves, restarts)", k_status_help, run_status},
+    Command{"verify", "validate checkpoint files and directories as gpuhost run does", k_verify_help, run_verify},
     Command{"help", "show the commands, or one command's help: gpuhost help doctor", k_help_help, run_help},
     Command{"version", "print gpuhost's version and build", k_version_help, run_version},
 };

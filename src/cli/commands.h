@@ -14,6 +14,18 @@ int run_doctor(CommandContext& context);
 extern const char k_plan_help[];
 int run_plan(CommandContext& context);
 
+extern const char k_run_help[];
+int run_run(CommandContext& context);
+
+extern const char k_jobs_help[];
+int run_jobs(CommandContext& context);
+
+extern const char k_status_help[];
+int run_status(CommandContext& context);
+
+extern const char k_verify_help[];
+int run_verify(CommandContext& context);
+
 extern const char k_help_help[];
 int run_help(CommandContext& context);
 

@@ -5,13 +5,25 @@
 
 namespace gpuhost::cli {
 
-TerminalStyle TerminalStyle::for_stdout(ColorMode mode) {
-  if (mode == ColorMode::never) return TerminalStyle(false);
-  if (mode == ColorMode::always) return TerminalStyle(true);
+namespace {
+
+bool wants_color(ColorMode mode, bool is_terminal) {
+  if (mode == ColorMode::never) return false;
+  if (mode == ColorMode::always) return true;
   auto no_color = platform::get_env("NO_COLOR");
-  if (no_color && !no_color->empty()) return TerminalStyle(false);
-  if (platform::get_env("TERM") == "dumb") return TerminalStyle(false);
-  return TerminalStyle(platform::stdout_is_terminal());
+  if (no_color && !no_color->empty()) return false;
+  if (platform::get_env("TERM") == "dumb") return false;
+  return is_terminal;
+}
+
+}  // namespace
+
+TerminalStyle TerminalStyle::for_stdout(ColorMode mode) {
+  return TerminalStyle(wants_color(mode, platform::stdout_is_terminal()));
+}
+
+TerminalStyle TerminalStyle::for_stderr(ColorMode mode) {
+  return TerminalStyle(wants_color(mode, platform::stderr_is_terminal()));
 }
 
 std::string TerminalStyle::wrap(const char* code, std::string_view s) const {

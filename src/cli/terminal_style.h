@@ -12,6 +12,7 @@ enum class ColorMode { automatic, always, never };
 class TerminalStyle {
  public:
   static TerminalStyle for_stdout(ColorMode mode);
+  static TerminalStyle for_stderr(ColorMode mode);
   static TerminalStyle plain() { return TerminalStyle(false); }
 
   [[nodiscard]] bool color() const { return m_color; }

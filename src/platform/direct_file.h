@@ -37,6 +37,10 @@ class AlignedBuffer {
 struct DirectFileOptions {
   IoMode preferred = IoMode::direct;  // direct falls back to buffered when the filesystem refuses
   bool create_new = true;             // create the file; fail when it exists
+  // Open an existing file for reading only (create_new is ignored). Windows shares it for read,
+  // write and delete, so a writer replacing or deleting the file (a trainer rewriting its
+  // checkpoint) is never blocked by our reading it.
+  bool read_only = false;
 };
 
 // A file opened for positioned reads and writes that bypass the page cache where the filesystem

@@ -22,7 +22,8 @@ AlignedBuffer::AlignedBuffer(std::size_t bytes) {
 void AlignedBuffer::Free::operator()(std::byte* p) const { std::free(p); }
 
 Result<DirectFile> DirectFile::open(const std::filesystem::path& path, DirectFileOptions options) {
-  int flags = O_RDWR | O_CLOEXEC | (options.create_new ? (O_CREAT | O_EXCL) : 0);
+  int flags = options.read_only ? (O_RDONLY | O_CLOEXEC)
+                                : (O_RDWR | O_CLOEXEC | (options.create_new ? (O_CREAT | O_EXCL) : 0));
   DirectFile file;
   file.m_path = path;
   int fd = -1;

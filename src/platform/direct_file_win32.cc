@@ -63,15 +63,18 @@ Result<void> transfer(std::intptr_t handle, void* data, std::size_t bytes, std::
 Result<DirectFile> DirectFile::open(const std::filesystem::path& path, DirectFileOptions options) {
   DirectFile file;
   file.m_path = path;
-  DWORD disposition = options.create_new ? CREATE_NEW : OPEN_EXISTING;
+  DWORD disposition = (options.create_new && !options.read_only) ? CREATE_NEW : OPEN_EXISTING;
+  DWORD access = options.read_only ? GENERIC_READ : (GENERIC_READ | GENERIC_WRITE);
+  DWORD share = options.read_only ? (FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
+                                  : (FILE_SHARE_READ | FILE_SHARE_DELETE);
   DWORD flags = FILE_FLAG_OVERLAPPED;
   if (options.preferred == IoMode::direct) flags |= FILE_FLAG_NO_BUFFERING | FILE_FLAG_WRITE_THROUGH;
-  HANDLE h = CreateFileW(path.wstring().c_str(), GENERIC_READ | GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_DELETE,
-                         nullptr, disposition, FILE_ATTRIBUTE_NORMAL | flags, nullptr);
+  HANDLE h = CreateFileW(path.wstring().c_str(), access, share, nullptr, disposition, FILE_ATTRIBUTE_NORMAL | flags,
+                         nullptr);
   file.m_mode = options.preferred;
   if (h == INVALID_HANDLE_VALUE && GetLastError() == ERROR_INVALID_PARAMETER && options.preferred == IoMode::direct) {
-    h = CreateFileW(path.wstring().c_str(), GENERIC_READ | GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_DELETE, nullptr,
-                    disposition, FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OVERLAPPED, nullptr);
+    h = CreateFileW(path.wstring().c_str(), access, share, nullptr, disposition,
+                    FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OVERLAPPED, nullptr);
     file.m_mode = IoMode::buffered;
   }
   if (h == INVALID_HANDLE_VALUE) return std::unexpected(win32_error("opening " + path.string(), GetLastError()));

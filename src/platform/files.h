@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,5 +43,47 @@ struct DiskSpace {
 
 // Target of a symbolic link (not resolved further).
 [[nodiscard]] Result<std::string> read_symlink(const std::filesystem::path& path);
+
+}  // namespace gpuhost::platform
+
+namespace gpuhost::platform {
+
+// A file that only grows at its end, for journals. POSIX: O_APPEND; Windows: FILE_APPEND_DATA
+// without FILE_WRITE_DATA, so every write lands at the current end whoever else wrote. Others may
+// read the file while it is open (Windows: shared for reading, writing and deletion). Move-only;
+// not thread-safe.
+class AppendFile {
+ public:
+  // Opens `path` for appending, creating it (empty) when absent. Does not sync the directory:
+  // call sync_directory() after creating a file that must survive a crash.
+  [[nodiscard]] static Result<AppendFile> open(const std::filesystem::path& path);
+
+  AppendFile(AppendFile&& other) noexcept;
+  AppendFile& operator=(AppendFile&& other) noexcept;
+  AppendFile(const AppendFile&) = delete;
+  AppendFile& operator=(const AppendFile&) = delete;
+  ~AppendFile();
+
+  // Writes all of `data` at the end of the file (retrying short writes). Not durable until sync().
+  [[nodiscard]] Result<void> append(std::string_view data);
+  // Makes everything appended so far durable: fsync / FlushFileBuffers.
+  [[nodiscard]] Result<void> sync();
+  // Cuts the file to `size` bytes (which must not exceed its size) and syncs it.
+  [[nodiscard]] Result<void> truncate(std::uint64_t size);
+  // The file's current size in bytes.
+  [[nodiscard]] Result<std::uint64_t> size() const;
+
+  [[nodiscard]] const std::filesystem::path& path() const;
+
+ private:
+  struct State;
+  explicit AppendFile(std::unique_ptr<State> state);
+  std::unique_ptr<State> m_state;
+};
+
+// Makes the entries of directory `dir` durable (a file just created or renamed in it): fsync of
+// the directory on POSIX. Windows has no such call for directories; NTFS journals its metadata,
+// so this is a successful no-op there.
+[[nodiscard]] Result<void> sync_directory(const std::filesystem::path& dir);
 
 }  // namespace gpuhost::platform

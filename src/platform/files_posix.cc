@@ -184,3 +184,61 @@ Result<std::string> read_symlink(const std::filesystem::path& path) {
 }
 
 }  // namespace gpuhost::platform
+
+namespace gpuhost::platform {
+
+struct AppendFile::State {
+  UniqueFd fd;
+  std::filesystem::path path;
+};
+
+AppendFile::AppendFile(std::unique_ptr<State> state) : m_state(std::move(state)) {}
+AppendFile::AppendFile(AppendFile&& other) noexcept = default;
+AppendFile& AppendFile::operator=(AppendFile&& other) noexcept = default;
+AppendFile::~AppendFile() = default;
+
+Result<AppendFile> AppendFile::open(const std::filesystem::path& path) {
+  // 0666 so the process umask decides, as for any new file.
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666));
+  if (!fd.valid()) return std::unexpected(posix_error("opening " + path.string() + " for appending", errno));
+  return AppendFile(std::make_unique<State>(State{std::move(fd), path}));
+}
+
+Result<void> AppendFile::append(std::string_view data) {
+  return write_all(m_state->fd.get(), data, "appending to " + m_state->path.string());
+}
+
+Result<void> AppendFile::sync() {
+  if (::fsync(m_state->fd.get()) != 0)
+    return std::unexpected(posix_error("flushing " + m_state->path.string(), errno));
+  return {};
+}
+
+Result<void> AppendFile::truncate(std::uint64_t size) {
+  if (::ftruncate(m_state->fd.get(), static_cast<off_t>(size)) != 0)
+    return std::unexpected(posix_error("truncating " + m_state->path.string(), errno));
+  return sync();
+}
+
+Result<std::uint64_t> AppendFile::size() const {
+  struct stat st;
+  if (::fstat(m_state->fd.get(), &st) != 0)
+    return std::unexpected(posix_error("measuring " + m_state->path.string(), errno));
+  return static_cast<std::uint64_t>(st.st_size);
+}
+
+const std::filesystem::path& AppendFile::path() const {
+  return m_state->path;
+}
+
+Result<void> sync_directory(const std::filesystem::path& dir) {
+  const std::string name = dir.empty() ? std::string(".") : dir.string();
+  UniqueFd dir_fd(::open(name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_fd.valid()) return std::unexpected(posix_error("opening directory " + name, errno));
+  // Some file systems cannot sync a directory and say EINVAL; there is nothing more to do there.
+  if (::fsync(dir_fd.get()) != 0 && errno != EINVAL)
+    return std::unexpected(posix_error("flushing directory " + name, errno));
+  return {};
+}
+
+}  // namespace gpuhost::platform

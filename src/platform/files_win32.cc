@@ -173,3 +173,77 @@ Result<std::string> read_symlink(const std::filesystem::path& path) {
 }
 
 }  // namespace gpuhost::platform
+
+namespace gpuhost::platform {
+
+struct AppendFile::State {
+  UniqueHandle handle;
+  std::filesystem::path path;
+};
+
+AppendFile::AppendFile(std::unique_ptr<State> state) : m_state(std::move(state)) {}
+AppendFile::AppendFile(AppendFile&& other) noexcept = default;
+AppendFile& AppendFile::operator=(AppendFile&& other) noexcept = default;
+AppendFile::~AppendFile() = default;
+
+Result<AppendFile> AppendFile::open(const std::filesystem::path& path) {
+  // FILE_APPEND_DATA without FILE_WRITE_DATA makes every WriteFile an append (the CreateFile
+  // "File Security and Access Rights" page); Go's os.OpenFile(O_APPEND) opens files the same way
+  // and syncs them with FlushFileBuffers, which accepts append-only handles.
+  UniqueHandle handle(CreateFileW(path.c_str(), FILE_APPEND_DATA | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
+                                  FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr,
+                                  OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, nullptr));
+  if (!handle.valid())
+    return std::unexpected(win32_error("opening " + utf8(path) + " for appending", GetLastError()));
+  return AppendFile(std::make_unique<State>(State{std::move(handle), path}));
+}
+
+Result<void> AppendFile::append(std::string_view data) {
+  while (!data.empty()) {
+    DWORD chunk = static_cast<DWORD>(std::min<std::size_t>(data.size(), 1u << 30));
+    DWORD written = 0;
+    if (!WriteFile(m_state->handle.get(), data.data(), chunk, &written, nullptr))
+      return std::unexpected(win32_error("appending to " + utf8(m_state->path), GetLastError()));
+    data.remove_prefix(written);
+  }
+  return {};
+}
+
+Result<void> AppendFile::sync() {
+  if (!FlushFileBuffers(m_state->handle.get()))
+    return std::unexpected(win32_error("flushing " + utf8(m_state->path), GetLastError()));
+  return {};
+}
+
+Result<void> AppendFile::truncate(std::uint64_t size) {
+  // An append-only handle cannot set the end of file: that needs FILE_WRITE_DATA, so a second
+  // handle does it (our own handle shares writing).
+  const std::string what = "truncating " + utf8(m_state->path);
+  UniqueHandle writer(CreateFileW(m_state->path.c_str(), GENERIC_WRITE,
+                                  FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr,
+                                  OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr));
+  if (!writer.valid()) return std::unexpected(win32_error(what, GetLastError()));
+  FILE_END_OF_FILE_INFO end{};
+  end.EndOfFile.QuadPart = static_cast<LONGLONG>(size);
+  if (!SetFileInformationByHandle(writer.get(), FileEndOfFileInfo, &end, sizeof end))
+    return std::unexpected(win32_error(what, GetLastError()));
+  if (!FlushFileBuffers(writer.get())) return std::unexpected(win32_error(what, GetLastError()));
+  return {};
+}
+
+Result<std::uint64_t> AppendFile::size() const {
+  LARGE_INTEGER size{};
+  if (!GetFileSizeEx(m_state->handle.get(), &size))
+    return std::unexpected(win32_error("measuring " + utf8(m_state->path), GetLastError()));
+  return static_cast<std::uint64_t>(size.QuadPart);
+}
+
+const std::filesystem::path& AppendFile::path() const {
+  return m_state->path;
+}
+
+Result<void> sync_directory(const std::filesystem::path&) {
+  return {};
+}
+
+}  // namespace gpuhost::platform

@@ -5,6 +5,11 @@
 //   args          print every remaining argument on its own line, then stop
 //   sleep MS      sleep                          touch PATH  create an empty file
 //   spawn N A1..AN  start this program again with A1..AN (sharing stdout/stderr), no wait
+//   child N A1..AN  start this program again with A1..AN as a ChildProcess (sharing stdout/stderr),
+//                 kept until we exit, so it dies with us however we end
+//   trap NAME N   from now on, request NAME (POSIX: int term hup usr1 usr2; Windows: break) prints
+//                 "trapped <EVENT>" and exits with status N; see test_support.h
+//   pidfile PATH  write this process's id to PATH (complete when PATH appears)
 //   exit N        exit with status N (the default is 0)
 #include <chrono>
 #include <cstdio>
@@ -16,12 +21,15 @@
 #include <thread>
 #include <vector>
 
+#include "platform/child_process.h"
 #include "platform/environment.h"
+#include "platform/process.h"
 #include "platform/test_support.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::ios::sync_with_stdio(true);
+  std::vector<gpuhost::platform::ChildProcess> children;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& command = args[i];
     auto next = [&]() -> std::string { return i + 1 < args.size() ? args[++i] : std::string(); };
@@ -53,6 +61,28 @@ int main(int argc, char** argv) {
           args.begin() + static_cast<long>(std::min(args.size(), i + 1 + count)));
       i += count;
       if (!gpuhost::platform::test_support::spawn_self(child_args)) return 125;
+    } else if (command == "child") {
+      std::size_t count = std::stoul(next());
+      gpuhost::platform::ChildOptions options;
+      options.argv.push_back(gpuhost::platform::current_executable_path().value_or(argv[0]));
+      options.argv.insert(options.argv.end(), args.begin() + static_cast<long>(i) + 1,
+                          args.begin() + static_cast<long>(std::min(args.size(), i + 1 + count)));
+      i += count;
+      auto started = gpuhost::platform::ChildProcess::spawn(options);
+      if (!started) {
+        std::cerr << "platform_test_child: " << started.error().message << "\n";
+        return 125;
+      }
+      children.push_back(std::move(*started));
+    } else if (command == "trap") {
+      std::string name = next();
+      if (!gpuhost::platform::test_support::trap(name, std::stoi(next()))) return 124;
+    } else if (command == "pidfile") {
+      std::filesystem::path path = next();
+      std::filesystem::path partial = path;
+      partial += ".partial";
+      std::ofstream(partial) << gpuhost::platform::current_process_id() << std::flush;
+      std::filesystem::rename(partial, path);
     } else if (command == "exit") {
       return std::stoi(next());
     } else {

@@ -1,140 +1,36 @@
 #include <algorithm>
 #include <chrono>
-#include <set>
 #include <utility>
 
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "base/strings.h"
+#include "platform/launch_posix.h"
 #include "platform/posix_util.h"
 #include "platform/process.h"
-
-extern char** environ;
 
 namespace gpuhost::platform {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using launch::Pipe;
 
 // When the child has exited but a grandchild still holds its stdout/stderr (a daemon it started),
 // we read for this long more, then kill what is left of the group: run_process owns the whole tree.
 constexpr auto k_drain_grace = std::chrono::milliseconds(500);
 
-enum class Matches { first, all };
-
-bool is_executable_file(const std::string& path, struct stat* st) {
-  return ::stat(path.c_str(), st) == 0 && S_ISREG(st->st_mode) && ::access(path.c_str(), X_OK) == 0;
-}
-
-std::vector<std::string> search_path(std::string_view name, std::string_view path_value, Matches matches) {
-  std::vector<std::string> found;
-  if (name.empty()) return found;
-  struct stat st;
-  if (name.find('/') != std::string_view::npos) {
-    if (is_executable_file(std::string(name), &st)) found.emplace_back(name);
-    return found;
-  }
-  std::set<std::pair<dev_t, ino_t>> seen;
-  for (const std::string& dir : split(path_value, ':')) {
-    // An empty PATH entry means the current directory (POSIX execvp).
-    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + std::string(name);
-    if (!is_executable_file(candidate, &st)) continue;
-    if (!seen.insert({st.st_dev, st.st_ino}).second) continue;
-    found.push_back(std::move(candidate));
-    if (matches == Matches::first) break;
-  }
-  return found;
-}
-
-std::string current_path_value() {
-  const char* value = ::getenv("PATH");
-  return value ? value : "/usr/local/bin:/usr/bin:/bin";
-}
-
-// A child's pipe ends must not land on 0-2 (they would be clobbered by the dup2 calls when the
-// parent runs with a closed stdin/stdout), so they are moved to 3 or above.
-bool move_above_stdio(UniqueFd& fd) {
-  if (fd.get() > 2) return true;
-  int moved = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 3);
-  if (moved < 0) return false;
-  fd.reset(moved);
-  return true;
-}
-
-struct Pipe {
-  UniqueFd read;
-  UniqueFd write;
-};
-
-Result<Pipe> make_pipe() {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return std::unexpected(posix_error("creating a pipe", errno));
-  Pipe pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
-  if (!move_above_stdio(pipe.read) || !move_above_stdio(pipe.write))
-    return std::unexpected(posix_error("creating a pipe", errno));
-  return pipe;
-}
-
-// What the child reports through the status pipe when it cannot exec.
-struct ExecFailure {
-  int stage;  // 0: chdir, 1: execve
-  int error_number;
-};
-
-// Everything the child needs, prepared before fork: after fork only async-signal-safe calls are
-// allowed, since other threads may hold the malloc lock.
-struct ChildSetup {
-  const char* path;
-  char* const* argv;
-  char* const* envp;
-  const char* working_directory;
-  int stdin_fd;
-  int stdout_fd;
-  int stderr_fd;
-  int status_fd;
-};
-
-[[noreturn]] void report_and_exit(int status_fd, int stage, int error_number) {
-  ExecFailure failure{stage, error_number};
-  ssize_t ignored = ::write(status_fd, &failure, sizeof failure);
-  (void)ignored;
-  ::_exit(127);
-}
-
-[[noreturn]] void exec_child(const ChildSetup& setup) {
-  ::setpgid(0, 0);
-  // Signal masks and ignored dispositions survive exec; the child starts from the defaults.
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  struct sigaction default_action {};
-  default_action.sa_handler = SIG_DFL;
-  for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGCHLD, SIGUSR1, SIGUSR2})
-    ::sigaction(sig, &default_action, nullptr);
-  ::dup2(setup.stdin_fd, 0);
-  ::dup2(setup.stdout_fd, 1);
-  ::dup2(setup.stderr_fd, 2);
-  if (setup.working_directory && ::chdir(setup.working_directory) != 0)
-    report_and_exit(setup.status_fd, 0, errno);
-  ::execve(setup.path, setup.argv, setup.envp);
-  report_and_exit(setup.status_fd, 1, errno);
-}
-
 // Owns a started child: a child still running when this goes away has its whole group killed and
 // is reaped ("reap child if forgotten").
-class ChildProcess {
+class StartedChild {
  public:
-  explicit ChildProcess(pid_t pid) : m_pid(pid) {}
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-  ~ChildProcess() {
+  explicit StartedChild(pid_t pid) : m_pid(pid) {}
+  StartedChild(const StartedChild&) = delete;
+  StartedChild& operator=(const StartedChild&) = delete;
+  ~StartedChild() {
     if (m_reaped) return;
     kill_group();
     wait(0);
@@ -227,56 +123,15 @@ void drain_remaining(UniqueFd& fd, std::string& out, std::size_t limit, bool& tr
   }
 }
 
-std::vector<std::string> child_environment(const ProcessOptions& options) {
-  std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
-  for (const auto& [name, value] : options.environment) {
-    std::string prefix = name + "=";
-    std::erase_if(env, [&](const std::string& entry) { return entry.starts_with(prefix); });
-    env.push_back(prefix + value);
-  }
-  return env;
-}
-
-std::vector<char*> pointers(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  out.reserve(strings.size() + 1);
-  for (std::string& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
-}
-
-// A pollable handle on the child's exit (Linux 5.3+); without it the loop polls every 50 ms.
-UniqueFd open_pidfd(pid_t pid) {
-#ifdef SYS_pidfd_open
-  return UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-#else
-  (void)pid;
-  return UniqueFd();
-#endif
-}
-
 }  // namespace
 
 Result<ProcessResult> run_process(const ProcessOptions& options) {
-  if (options.argv.empty() || options.argv[0].empty())
-    return make_error(ErrorCode::invalid_argument, "running a process: no program given");
+  const std::string resolved = GPUHOST_TRY(launch::resolve_program(options.argv, options.environment));
   const std::string& program = options.argv[0];
 
-  // The child's PATH (when overridden) decides where a bare name is found, as with execvpe.
-  std::string path_value = current_path_value();
-  for (const auto& [name, value] : options.environment)
-    if (name == "PATH") path_value = value;
-  std::vector<std::string> resolved = search_path(program, path_value, Matches::first);
-  if (resolved.empty()) {
-    bool has_dir = program.find('/') != std::string::npos;
-    return make_error(ErrorCode::not_found, "running " + program + ": " +
-                                                (has_dir ? "no such executable file" : "not found on PATH"));
-  }
-
-  auto out_pipe = make_pipe();
-  auto err_pipe = make_pipe();
-  auto status_pipe = make_pipe();
+  auto out_pipe = launch::make_pipe();
+  auto err_pipe = launch::make_pipe();
+  auto status_pipe = launch::make_pipe();
   if (!out_pipe) return std::unexpected(out_pipe.error());
   if (!err_pipe) return std::unexpected(err_pipe.error());
   if (!status_pipe) return std::unexpected(status_pipe.error());
@@ -286,29 +141,28 @@ Result<ProcessResult> run_process(const ProcessOptions& options) {
   UniqueFd child_stdin;
   UniqueFd stdin_writer;
   if (options.stdin_text && !options.stdin_text->empty()) {
-    auto in = make_pipe();
+    auto in = launch::make_pipe();
     if (!in) return std::unexpected(in.error());
     child_stdin = std::move(in->read);
     stdin_writer = std::move(in->write);
     ::fcntl(stdin_writer.get(), F_SETFL, O_NONBLOCK);
   } else {
-    child_stdin.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (!child_stdin.valid() || !move_above_stdio(child_stdin))
-      return std::unexpected(posix_error("opening /dev/null", errno));
+    child_stdin = GPUHOST_TRY(launch::open_null_input());
   }
 
   std::vector<std::string> argv_strings = options.argv;
-  std::vector<char*> argv = pointers(argv_strings);
-  std::vector<std::string> env_strings = child_environment(options);
-  std::vector<char*> envp = pointers(env_strings);
-  ChildSetup setup{resolved.front().c_str(),
-                   argv.data(),
-                   envp.data(),
-                   options.working_directory ? options.working_directory->c_str() : nullptr,
-                   child_stdin.get(),
-                   out.write.get(),
-                   err.write.get(),
-                   status.write.get()};
+  std::vector<char*> argv = launch::pointers(argv_strings);
+  std::vector<std::string> env_strings = launch::child_environment(options.environment);
+  std::vector<char*> envp = launch::pointers(env_strings);
+  launch::ChildSetup setup;
+  setup.path = resolved.c_str();
+  setup.argv = argv.data();
+  setup.envp = envp.data();
+  setup.working_directory = options.working_directory ? options.working_directory->c_str() : nullptr;
+  setup.stdin_fd = child_stdin.get();
+  setup.stdout_fd = out.write.get();
+  setup.stderr_fd = err.write.get();
+  setup.status_fd = status.write.get();
 
   std::optional<SigpipeBlock> sigpipe_block;
   if (stdin_writer.valid()) sigpipe_block.emplace();
@@ -316,29 +170,21 @@ Result<ProcessResult> run_process(const ProcessOptions& options) {
   const auto start = Clock::now();
   pid_t pid = ::fork();
   if (pid < 0) return std::unexpected(posix_error("starting " + program, errno));
-  if (pid == 0) exec_child(setup);
+  if (pid == 0) launch::exec_child(setup);
   // Also done in the parent, so the group exists before we might signal it.
   ::setpgid(pid, pid);
-  ChildProcess child(pid);
-  UniqueFd pidfd = open_pidfd(pid);
+  StartedChild child(pid);
+  UniqueFd pidfd = launch::open_pidfd(pid);
 
   out.write.reset();
   err.write.reset();
   status.write.reset();
   child_stdin.reset();
 
-  ExecFailure failure{};
-  ssize_t got;
-  do {
-    got = ::read(status.read.get(), &failure, sizeof failure);
-  } while (got < 0 && errno == EINTR);
-  if (got == static_cast<ssize_t>(sizeof failure)) {
+  if (auto started = launch::read_exec_failure(status.read.get(), program, resolved, setup.working_directory);
+      !started) {
     child.wait(0);
-    if (failure.stage == 0)
-      return std::unexpected(
-          posix_error("running " + program + ": changing to directory " + *options.working_directory,
-                      failure.error_number));
-    return std::unexpected(posix_error("running " + resolved.front(), failure.error_number));
+    return std::unexpected(started.error());
   }
   status.read.reset();
 
@@ -416,13 +262,14 @@ Result<ProcessResult> run_process(const ProcessOptions& options) {
 }
 
 std::optional<std::string> find_executable(std::string_view name) {
-  std::vector<std::string> found = search_path(name, current_path_value(), Matches::first);
+  std::vector<std::string> found =
+      launch::search_path(name, launch::current_path_value(), launch::Matches::first);
   if (found.empty()) return std::nullopt;
   return std::move(found.front());
 }
 
 std::vector<std::string> find_all_executables(std::string_view name) {
-  return search_path(name, current_path_value(), Matches::all);
+  return launch::search_path(name, launch::current_path_value(), launch::Matches::all);
 }
 
 long current_process_id() {

@@ -28,4 +28,13 @@ class LoopbackListener {
 // it. False when it could not be started.
 bool spawn_self(const std::vector<std::string>& args);
 
+// From now on, the request `name` makes this process write "trapped <EVENT>\n" to stdout and exit
+// with `exit_code`. POSIX: "int", "term", "hup", "usr1", "usr2" (the signal). Windows: "break"
+// (console CTRL_BREAK_EVENT, and CTRL_C_EVENT, which Wine delivers instead; EVENT says which
+// came). False for a name this OS does not know.
+bool trap(const std::string& name, int exit_code);
+
+// Whether process `pid` exists and has not exited (a zombie counts as exited).
+bool process_is_running(long pid);
+
 }  // namespace gpuhost::platform::test_support

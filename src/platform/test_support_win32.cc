@@ -4,6 +4,9 @@
 #include <windows.h>
 // clang-format on
 
+#include <atomic>
+#include <cstring>
+
 #include "platform/test_support.h"
 #include "platform/win32_util.h"
 
@@ -50,6 +53,33 @@ bool spawn_self(const std::vector<std::string>& args) {
   CloseHandle(process.hThread);
   CloseHandle(process.hProcess);
   return true;
+}
+
+namespace {
+
+std::atomic<int> g_trap_exit_code{0};
+
+BOOL WINAPI on_trapped_event(DWORD event) {
+  if (event != CTRL_BREAK_EVENT && event != CTRL_C_EVENT) return FALSE;
+  const char* message = event == CTRL_BREAK_EVENT ? "trapped CTRL_BREAK\n" : "trapped CTRL_C\n";
+  DWORD written = 0;
+  WriteFile(GetStdHandle(STD_OUTPUT_HANDLE), message, static_cast<DWORD>(strlen(message)), &written, nullptr);
+  ExitProcess(static_cast<UINT>(g_trap_exit_code.load()));
+}
+
+}  // namespace
+
+// CREATE_NEW_PROCESS_GROUP starts us with Ctrl-C ignored; re-enabling it lets the CTRL_C_EVENT
+// that ChildProcess::send delivers under Wine in place of CTRL_BREAK reach the handler.
+bool trap(const std::string& name, int exit_code) {
+  if (name != "break") return false;
+  g_trap_exit_code.store(exit_code);
+  return SetConsoleCtrlHandler(nullptr, FALSE) && SetConsoleCtrlHandler(on_trapped_event, TRUE);
+}
+
+bool process_is_running(long pid) {
+  UniqueHandle process(OpenProcess(SYNCHRONIZE, FALSE, static_cast<DWORD>(pid)));
+  return process.valid() && WaitForSingleObject(process.get(), 0) == WAIT_TIMEOUT;
 }
 
 }  // namespace gpuhost::platform::test_support

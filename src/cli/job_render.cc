@@ -1,0 +1,166 @@
+#include "cli/job_render.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "base/strings.h"
+
+namespace gpuhost::cli {
+
+namespace {
+
+using supervise::CheckpointStatus;
+
+const char* status_name(CheckpointStatus status) {
+  switch (status) {
+    case CheckpointStatus::committed: return "committed";
+    case CheckpointStatus::bad: return "bad";
+    case CheckpointStatus::retired: return "retired";
+  }
+  return "committed";
+}
+
+std::string pad(std::string text, std::size_t width) {
+  if (text.size() < width) text.append(width - text.size(), ' ');
+  return text;
+}
+
+std::string phase_colored(supervise::JobPhase phase, const TerminalStyle& style) {
+  std::string name = supervise::job_phase_name(phase);
+  switch (phase) {
+    case supervise::JobPhase::finished: return style.green(name);
+    case supervise::JobPhase::failed: return style.red(name);
+    case supervise::JobPhase::preempted:
+    case supervise::JobPhase::stopped: return style.yellow(name);
+    default: return style.cyan(name);
+  }
+}
+
+}  // namespace
+
+std::string render_record_line(const supervise::JournalRecord& record, const TerminalStyle& style) {
+  std::string line = supervise::summarize_record(record);
+  if (line.empty()) return line;
+  const std::string& type = record.type;
+  if (type == "notice" || type == "save_timed_out" || type == "disk_low" || type == "watcher_trouble" ||
+      type == "drill" || type == "leftovers_killed")
+    return style.yellow(line);
+  if (type == "checkpoint_committed" || type == "save_completed") return style.green(line);
+  if (type == "checkpoint_bad" || type == "checkpoint_rejected" || type == "gave_up") return style.red(line);
+  if (type == "child_exited" && record.fields.get_string("cause") == "crash") return style.red(line);
+  return line;
+}
+
+json::Value job_status_json(const supervise::JobState& state) {
+  json::Value doc = json::Value::object();
+  doc["phase"] = supervise::job_phase_name(state.phase);
+  doc["supervisor_runs"] = state.supervisor_runs;
+  doc["child_starts"] = state.child_starts;
+  doc["restarts"] = state.restarts;
+  doc["preemptions"] = state.preemptions;
+  doc["last_step"] = state.last_step ? json::Value(*state.last_step) : json::Value();
+  doc["last_exit"] = state.last_exit ? json::Value(*state.last_exit) : json::Value();
+  json::Value checkpoints = json::Value::array();
+  for (const auto& c : state.checkpoints) {
+    json::Value item = json::Value::object();
+    item["id"] = c.id;
+    item["status"] = status_name(c.status);
+    item["path"] = c.path;
+    item["snapshot"] = c.snapshot;
+    item["format"] = c.format;
+    item["size_bytes"] = c.size_bytes;
+    item["content_hash"] = c.content_hash;
+    item["step"] = c.step ? json::Value(*c.step) : json::Value();
+    item["committed_at"] = c.committed_at;
+    item["pinned"] = c.pinned;
+    item["bad_reason"] = c.bad_reason;
+    checkpoints.push_back(std::move(item));
+  }
+  doc["checkpoints"] = std::move(checkpoints);
+  auto candidates = supervise::resume_candidates(state);
+  doc["resume_from"] = candidates.empty() ? json::Value() : json::Value(candidates.front()->id);
+  json::Value events = json::Value::array();
+  for (const auto& e : state.events) {
+    json::Value item = json::Value::object();
+    item["time"] = e.time;
+    item["type"] = e.type;
+    item["summary"] = e.summary;
+    events.push_back(std::move(item));
+  }
+  doc["events"] = std::move(events);
+  return doc;
+}
+
+void render_job_list(std::ostream& out, const std::vector<JobSummary>& jobs, const TerminalStyle& style,
+                     const std::filesystem::path& root) {
+  if (jobs.empty()) {
+    out << "No jobs in " << root.string() << ". Start one with: gpuhost run --checkpoints DIR -- COMMAND\n";
+    return;
+  }
+  std::size_t width = 4;
+  for (const auto& job : jobs) width = std::max(width, job.name.size());
+  out << style.bold(pad("NAME", width + 2) + pad("STATE", 17) + pad("CHECKPOINTS", 14) + pad("STEP", 10) +
+                    pad("RESTARTS", 10) + pad("PREEMPTED", 11) + "LAST EVENT")
+      << "\n";
+  for (const auto& job : jobs) {
+    int good = 0;
+    int bad = 0;
+    for (const auto& c : job.state.checkpoints) {
+      if (c.status == CheckpointStatus::committed) ++good;
+      if (c.status == CheckpointStatus::bad) ++bad;
+    }
+    std::string phase = supervise::job_phase_name(job.state.phase);
+    std::string counts = std::to_string(good) + (bad ? " (" + std::to_string(bad) + " bad)" : "");
+    std::string step = job.state.last_step ? std::to_string(*job.state.last_step) : "-";
+    std::string last = job.state.events.empty() ? "" : job.state.events.back().time;
+    out << pad(job.name, width + 2) << phase_colored(job.state.phase, style) << std::string(17 - std::min<std::size_t>(16, phase.size()), ' ')
+        << pad(counts, 14) << pad(step, 10) << pad(std::to_string(job.state.restarts), 10)
+        << pad(std::to_string(job.state.preemptions), 11) << last << "\n";
+  }
+}
+
+void render_job_status(std::ostream& out, const std::string& name, const std::filesystem::path& dir,
+                       const supervise::JobState& state, const supervise::JournalDamage& damage,
+                       std::size_t max_events, const TerminalStyle& style) {
+  out << style.bold(name) << "  " << phase_colored(state.phase, style) << "\n";
+  out << "  directory    " << dir.string() << "\n";
+  out << "  runs         " << state.supervisor_runs << " supervisor, " << state.child_starts << " trainer starts, "
+      << state.restarts << " crash restarts, " << state.preemptions << " preemptions\n";
+  if (state.last_step) out << "  newest step  " << *state.last_step << "\n";
+  if (state.last_exit) out << "  last exit    " << *state.last_exit << "\n";
+  auto candidates = supervise::resume_candidates(state);
+  out << "  resumes from " << (candidates.empty() ? std::string("nothing yet (starts fresh)") : candidates.front()->id + "  " + candidates.front()->path)
+      << "\n";
+  if (damage.torn_tail_bytes > 0)
+    out << "  " << style.yellow("journal: a torn last record (" + std::to_string(damage.torn_tail_bytes) +
+                                " bytes) from a crash was ignored")
+        << "\n";
+  if (!damage.corrupt_lines.empty())
+    out << "  " << style.red("journal: " + std::to_string(damage.corrupt_lines.size()) +
+                             " corrupt record(s) skipped; the file was changed outside gpuhost")
+        << "\n";
+
+  out << "\n" << style.bold("Checkpoints") << "\n";
+  if (state.checkpoints.empty()) out << "  none committed yet\n";
+  for (const auto& c : state.checkpoints) {
+    std::string status = status_name(c.status);
+    if (c.pinned) status += ", pinned";
+    std::string colored = c.status == CheckpointStatus::committed ? style.green(pad(status, 18))
+                          : c.status == CheckpointStatus::bad      ? style.red(pad(status, 18))
+                                                                   : style.dim(pad(status, 18));
+    out << "  " << pad(c.id, 8) << colored << pad(c.step ? "step " + std::to_string(*c.step) : "", 12)
+        << pad(format_bytes(static_cast<double>(c.size_bytes)), 11) << c.path << "\n";
+    if (!c.snapshot.empty() && c.status != CheckpointStatus::retired) out << "          " << style.dim("copy: " + c.snapshot) << "\n";
+    if (c.status == CheckpointStatus::bad && !c.bad_reason.empty()) out << "          " << style.red(c.bad_reason) << "\n";
+  }
+
+  out << "\n" << style.bold("Events") << "\n";
+  std::size_t first = (max_events == 0 || state.events.size() <= max_events) ? 0 : state.events.size() - max_events;
+  if (first > 0) out << "  " << style.dim("(" + std::to_string(first) + " earlier; --events 0 shows all)") << "\n";
+  for (std::size_t i = first; i < state.events.size(); ++i) {
+    const auto& e = state.events[i];
+    out << "  " << style.dim(e.time) << "  " << e.summary << "\n";
+  }
+}
+
+}  // namespace gpuhost::cli

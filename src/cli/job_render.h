@@ -1,0 +1,37 @@
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "base/json.h"
+#include "cli/terminal_style.h"
+#include "supervise/job_state.h"
+#include "supervise/journal.h"
+
+namespace gpuhost::cli {
+
+// Human and JSON renderings of supervised jobs (gpuhost run, jobs, status). JSON schema:
+// doc/run-json.md.
+
+struct JobSummary {
+  std::string name;
+  supervise::JobState state;
+};
+
+// The console line for a journal record as it is appended, coloured by what it means (notices
+// yellow, commits green, bad checkpoints red); empty for records not worth a line.
+[[nodiscard]] std::string render_record_line(const supervise::JournalRecord& record, const TerminalStyle& style);
+
+[[nodiscard]] json::Value job_status_json(const supervise::JobState& state);
+
+void render_job_list(std::ostream& out, const std::vector<JobSummary>& jobs, const TerminalStyle& style,
+                     const std::filesystem::path& root);
+
+void render_job_status(std::ostream& out, const std::string& name, const std::filesystem::path& dir,
+                       const supervise::JobState& state, const supervise::JournalDamage& damage,
+                       std::size_t max_events, const TerminalStyle& style);
+
+}  // namespace gpuhost::cli

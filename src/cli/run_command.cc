@@ -1,0 +1,322 @@
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <ostream>
+
+#include "base/json.h"
+#include "base/strings.h"
+#include "cli/commands.h"
+#include "cli/exit_codes.h"
+#include "cli/job_render.h"
+#include "platform/files.h"
+#include "supervise/job.h"
+#include "supervise/supervisor.h"
+
+namespace gpuhost::cli {
+
+const char k_run_help[] = R"(Usage: gpuhost run [FLAGS] -- COMMAND [ARGS...]
+       gpuhost run --job-file gpuhost.toml [FLAGS] [-- COMMAND [ARGS...]]
+
+Supervises a training command, unchanged: watches the checkpoints it writes and commits each one
+only once it validates (torch.save zip, safetensors, HF Trainer checkpoint-N/, accelerate and
+kohya state dirs, PyTorch DCP, or any file once stable), turns a preemption notice (AWS, Azure,
+GCP, Alibaba, Tencent, Volcengine metadata; SIGTERM from Slurm or Kubernetes; console close on
+Windows) into a saved checkpoint before the deadline, restarts a crashed trainer with backoff,
+and always resumes from the newest checkpoint that re-validates (never "the highest number").
+Every step goes to the job's journal; `gpuhost status JOB` shows it.
+
+The trainer learns where to resume from:
+  {resume}               in COMMAND, replaced by the checkpoint path; dropped with its flag
+                         ("--resume {resume}") when there is none yet
+  GPUHOST_RESUME_FROM    in its environment (unset when there is none)
+  --preset NAME          adds the framework's own flag: hf (--resume_from_checkpoint),
+                         lightning (--ckpt_path), ultralytics (resume model=PATH),
+                         kohya (--resume), torchrun (--resume after the script)
+
+Job:
+  --job-file FILE        a gpuhost.toml job file (doc/job-file.md); flags override it
+  --name NAME            job name (default: from the checkpoint directory)
+  --checkpoints PATH     where the trainer writes checkpoints (required): a directory, or
+                         one file it rewrites in place (weights/last.pt)
+  --workdir DIR          the trainer's working directory (default: the current one)
+  --env NAME=VALUE       extra environment for the trainer (repeatable)
+  --keep K               keep the newest K committed checkpoints, delete older ones
+                         (default: keep all; pinned ones are always kept)
+  --settle SECONDS       a checkpoint must stay unchanged this long before it is
+                         validated (default 2)
+  --marker NAME          also require a marker: NAME inside a checkpoint directory, or
+                         FILE + NAME beside a checkpoint file (e.g. .done)
+  --snapshots auto|always|never
+                         copy committed single-file checkpoints into the job directory;
+                         auto (default): names without a step number (last.pt)
+
+On a notice:
+  --save-request signal|file|both|none
+                         how the trainer is asked to save (default signal): the save
+                         signal, and/or the file named in GPUHOST_SAVE_REQUEST
+  --save-signal SIG      default SIGUSR1 (Windows: CTRL_BREAK)
+  --stop-signal SIG      default SIGTERM (Windows: CTRL_BREAK)
+  --stop-grace SECONDS   after the stop signal, before the tree is killed (default 10)
+  --safety-margin SECONDS
+                         stop waiting for the save this long before the deadline (default 5)
+  --cloud auto|none|aws|azure|gcp|alibaba|tencent|volcengine
+                         whose metadata service to watch (default auto: from the host's
+                         DMI data; none on other hosts)
+  --metadata-endpoint URL
+                         replaces http://169.254.169.254 (or the cloud's address)
+  --poll-interval SECONDS
+                         how often to ask it (default 5; GCP waits on a hanging GET)
+
+Restarts:
+  --max-restarts N       crash restarts before giving up (default 10)
+  --backoff SECONDS      first restart delay, doubled each time (default 1)
+  --max-backoff SECONDS  (default 300)
+  --crash-loop N         after N quick failures in a row from the same checkpoint, mark it
+                         bad and fall back to the one before (default 3; 0 disables)
+  --crash-window SECONDS a failure this soon after start counts as quick (default 120)
+
+Rehearsal:
+  --drill preempt@T[/D]  deliver a preemption notice T seconds after the start, with a
+                         deadline D seconds later (default 30)
+  --drill kill@T         kill the trainer's whole process tree at T seconds (repeatable)
+
+  --jobs-dir DIR         where jobs live (default: $GPUHOST_HOME/jobs, else
+                         ~/.local/state/gpuhost/jobs; Windows %LOCALAPPDATA%\gpuhost\jobs)
+  --quiet                do not echo the trainer's output (it is still in the job's logs)
+  --json                 print the outcome as JSON on stdout (the trainer's stdout goes to
+                         stderr then); schema: doc/run-json.md
+  --no-color, --color=auto|always|never
+  -h, --help
+
+Exit codes:
+  0    the trainer finished (exit code 0)
+  2    bad command line
+  3    could not supervise: job locked by another gpuhost run, unwritable job directory
+  4    failed: restarts exhausted, or the trainer cannot be started
+  75   preempted: checkpoint saved (or the newest kept) and the trainer stopped; run the same
+       command again to resume (Slurm --requeue, Kubernetes restartPolicy and SkyPilot
+       recover_on_exit_codes can key on 75, EX_TEMPFAIL)
+  130  stopped by Ctrl-C after saving
+
+Examples:
+  # any PyTorch script that takes a resume path; rehearse a crash at 60 s
+  gpuhost run --checkpoints out/ckpt --drill kill@60 -- python train.py --resume {resume}
+  # Hugging Face Trainer, keep 3 checkpoints, AWS spot notices
+  gpuhost run --checkpoints out --preset hf --keep 3 -- python run_clm.py --output_dir out ...
+  # Ultralytics YOLO (rewrites weights/last.pt: gpuhost keeps a copy of each good one)
+  gpuhost run --checkpoints runs/detect/train/weights/last.pt --preset ultralytics -- yolo train data=coco.yaml
+  # Slurm: sbatch --requeue --signal=B:TERM@120 ... gpuhost run --job-file gpuhost.toml
+  # rehearse a spot reclaim with 30 s notice, then resume
+  gpuhost run --checkpoints ckpt --drill preempt@20 -- python train.py --resume {resume}; gpuhost run --checkpoints ckpt -- python train.py --resume {resume}
+)";
+
+namespace {
+
+constexpr FlagSpec k_run_flags[] = {
+    {"--job-file", true},      {"--name", true},          {"--checkpoints", true},    {"--workdir", true},
+    {"--env", true},           {"--keep", true},          {"--settle", true},         {"--marker", true},
+    {"--snapshots", true},     {"--save-request", true},  {"--save-signal", true},    {"--stop-signal", true},
+    {"--stop-grace", true},    {"--safety-margin", true}, {"--cloud", true},          {"--metadata-endpoint", true},
+    {"--poll-interval", true}, {"--max-restarts", true},  {"--backoff", true},        {"--max-backoff", true},
+    {"--crash-loop", true},    {"--crash-window", true},  {"--drill", true},          {"--jobs-dir", true},
+    {"--quiet", false},        {"--preset", true},
+};
+
+Error usage(std::string message) { return Error{ErrorCode::invalid_argument, std::move(message)}; }
+
+Result<int> int_flag(const ParsedArgs& p, std::string_view name, int low, int high) {
+  auto text = p.value(name);
+  auto value = parse_int(*text);
+  if (!value || *value < low || *value > high)
+    return std::unexpected(usage(std::string(name) + " expects a whole number from " + std::to_string(low) + " to " +
+                                 std::to_string(high) + ", got '" + *text + "'"));
+  return static_cast<int>(*value);
+}
+
+Result<std::chrono::milliseconds> duration_flag(const ParsedArgs& p, std::string_view name) {
+  auto parsed = supervise::parse_duration(*p.value(name));
+  if (!parsed) return std::unexpected(usage(std::string(name) + ": " + parsed.error().message));
+  return *parsed;
+}
+
+Result<platform::ChildSignal> signal_flag(const ParsedArgs& p, std::string_view name) {
+  auto text = *p.value(name);
+  auto parsed = platform::parse_child_signal(text);
+  if (!parsed)
+    return std::unexpected(usage(std::string(name) + ": unknown signal '" + text +
+                                 "' (use SIGUSR1, SIGUSR2, SIGTERM, SIGINT, SIGHUP or CTRL_BREAK)"));
+  return *parsed;
+}
+
+struct RunOptions {
+  supervise::SupervisorOptions supervisor;
+  bool quiet = false;
+};
+
+// Flags and the job file into one spec: the file first, then every flag given on top of it.
+Result<RunOptions> parse_run_options(const ParsedArgs& p, std::vector<std::string> command) {
+  RunOptions options;
+  supervise::JobSpec& spec = options.supervisor.spec;
+  if (auto file = p.value("--job-file")) {
+    auto loaded = supervise::load_job_file(*file, spec);
+    if (!loaded) return std::unexpected(loaded.error());
+  }
+  if (!command.empty()) spec.command = std::move(command);
+  if (auto v = p.value("--name")) spec.name = *v;
+  if (auto v = p.value("--checkpoints")) spec.checkpoint_location = *v;
+  if (auto v = p.value("--workdir")) spec.working_directory = *v;
+  for (const auto& assignment : p.values("--env")) {
+    auto eq = assignment.find('=');
+    if (eq == std::string::npos || eq == 0) return std::unexpected(usage("--env expects NAME=VALUE, got '" + assignment + "'"));
+    spec.environment.emplace_back(assignment.substr(0, eq), assignment.substr(eq + 1));
+  }
+  if (p.has("--keep")) spec.keep = GPUHOST_TRY(int_flag(p, "--keep", 0, 100000));
+  if (p.has("--settle")) spec.settle = GPUHOST_TRY(duration_flag(p, "--settle"));
+  if (auto v = p.value("--marker")) spec.marker = *v;
+  if (auto v = p.value("--preset")) {
+    auto preset = supervise::parse_resume_preset(*v);
+    if (!preset) return std::unexpected(usage("--preset: unknown '" + *v + "' (hf, lightning, ultralytics, kohya, torchrun, none)"));
+    spec.preset = *preset;
+  }
+  if (auto v = p.value("--snapshots")) {
+    if (*v == "auto") options.supervisor.snapshots = supervise::SnapshotPolicy::automatic;
+    else if (*v == "always") options.supervisor.snapshots = supervise::SnapshotPolicy::always;
+    else if (*v == "never") options.supervisor.snapshots = supervise::SnapshotPolicy::never;
+    else return std::unexpected(usage("--snapshots expects auto, always or never, got '" + *v + "'"));
+  }
+  if (auto v = p.value("--save-request")) {
+    using SR = supervise::JobSpec::SaveRequest;
+    if (*v == "signal") spec.save_request = SR::signal;
+    else if (*v == "file") spec.save_request = SR::file;
+    else if (*v == "both") spec.save_request = SR::both;
+    else if (*v == "none") spec.save_request = SR::none;
+    else return std::unexpected(usage("--save-request expects signal, file, both or none, got '" + *v + "'"));
+  }
+  if (p.has("--save-signal")) spec.save_signal = GPUHOST_TRY(signal_flag(p, "--save-signal"));
+  if (p.has("--stop-signal")) spec.stop_signal = GPUHOST_TRY(signal_flag(p, "--stop-signal"));
+  if (p.has("--stop-grace")) spec.stop_grace = GPUHOST_TRY(duration_flag(p, "--stop-grace"));
+  if (p.has("--safety-margin")) spec.safety_margin = GPUHOST_TRY(duration_flag(p, "--safety-margin"));
+  if (auto v = p.value("--cloud")) {
+    static constexpr std::string_view k_clouds[] = {"auto", "none", "aws", "azure", "gcp", "alibaba", "tencent", "volcengine"};
+    if (std::find(std::begin(k_clouds), std::end(k_clouds), *v) == std::end(k_clouds))
+      return std::unexpected(usage("--cloud: unknown '" + *v + "' (auto, none, aws, azure, gcp, alibaba, tencent, volcengine)"));
+    spec.cloud = *v;
+  }
+  if (auto v = p.value("--metadata-endpoint")) spec.metadata_endpoint = *v;
+  if (p.has("--poll-interval")) spec.poll_interval = GPUHOST_TRY(duration_flag(p, "--poll-interval"));
+  if (p.has("--max-restarts")) spec.restart.max_restarts = GPUHOST_TRY(int_flag(p, "--max-restarts", 0, 1000000));
+  if (p.has("--backoff")) spec.restart.initial_backoff = GPUHOST_TRY(duration_flag(p, "--backoff"));
+  if (p.has("--max-backoff")) spec.restart.max_backoff = GPUHOST_TRY(duration_flag(p, "--max-backoff"));
+  if (p.has("--crash-loop")) spec.restart.crash_loop_failures = GPUHOST_TRY(int_flag(p, "--crash-loop", 0, 1000));
+  if (p.has("--crash-window")) spec.restart.crash_loop_window = GPUHOST_TRY(duration_flag(p, "--crash-window"));
+  for (const auto& text : p.values("--drill")) {
+    auto drill = supervise::parse_drill(text);
+    if (!drill) return std::unexpected(drill.error());
+    options.supervisor.drills.push_back(*drill);
+  }
+  options.supervisor.jobs_root = p.value("--jobs-dir") ? std::filesystem::path(*p.value("--jobs-dir")) : supervise::jobs_root();
+  options.quiet = p.has("--quiet");
+  if (spec.command.empty()) return std::unexpected(usage("no training command: put it after --, e.g. gpuhost run --checkpoints out -- python train.py"));
+  if (spec.checkpoint_location.empty())
+    return std::unexpected(usage("--checkpoints is required: the directory (or file) the trainer writes its checkpoints to"));
+  return options;
+}
+
+int exit_code_for(supervise::Outcome outcome) {
+  switch (outcome) {
+    case supervise::Outcome::finished: return k_exit_ok;
+    case supervise::Outcome::preempted: return k_exit_preempted;
+    case supervise::Outcome::failed: return k_exit_job_failed;
+    case supervise::Outcome::stopped: return k_exit_interrupted;
+  }
+  return k_exit_job_failed;
+}
+
+}  // namespace
+
+int run_run(CommandContext& context) {
+  // Everything after the first bare "--" is the training command, untouched.
+  std::vector<std::string> own;
+  std::vector<std::string> command;
+  bool in_command = false;
+  for (const auto& arg : context.args) {
+    if (!in_command && arg == "--") {
+      in_command = true;
+      continue;
+    }
+    (in_command ? command : own).push_back(arg);
+  }
+  std::vector<FlagSpec> specs(std::begin(k_run_flags), std::end(k_run_flags));
+  specs.insert(specs.end(), std::begin(k_common_flags), std::end(k_common_flags));
+  auto parsed = parse_args(own, specs);
+  if (!parsed) return report_error(context.err, parsed.error().message, "see gpuhost run --help", k_exit_usage);
+  auto common = common_options(*parsed);
+  if (!common) return report_error(context.err, common.error().message, "", k_exit_usage);
+  if (common->help) {
+    context.out << k_run_help;
+    return k_exit_ok;
+  }
+  if (!parsed->positionals.empty())
+    return report_error(context.err, "unexpected argument '" + parsed->positionals.front() + "'",
+                        "put the training command after --: gpuhost run --checkpoints out -- python train.py", k_exit_usage);
+
+  auto options = parse_run_options(*parsed, command);
+  if (!options) {
+    const bool file_problem = options.error().code == ErrorCode::parse_error || options.error().code == ErrorCode::not_found;
+    return report_error(context.err, options.error().message, "see gpuhost run --help and doc/job-file.md",
+                        file_problem ? k_exit_error : k_exit_usage);
+  }
+
+  TerminalStyle style = TerminalStyle::for_stderr(common->color);
+  std::mutex console;
+  const bool json_output = common->json;
+  if (!options->quiet) {
+    options->supervisor.echo = [&](platform::OutputStream stream, std::string_view chunk) {
+      std::lock_guard lock(console);
+      // With --json, stdout carries only the final document.
+      std::ostream& target = (stream == platform::OutputStream::out && !json_output) ? std::cout : std::cerr;
+      target.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+      target.flush();
+    };
+  }
+  options->supervisor.on_record = [&](const supervise::JournalRecord& record) {
+    std::string line = render_record_line(record, style);
+    if (line.empty()) return;
+    std::lock_guard lock(console);
+    std::cerr << style.dim("gpuhost: ") << line << "\n" << std::flush;
+  };
+  options->supervisor.on_message = [&](std::string_view text) {
+    std::lock_guard lock(console);
+    std::cerr << style.dim("gpuhost: ") << text << "\n" << std::flush;
+  };
+
+  auto result = supervise::run_supervisor(options->supervisor);
+  if (!result) {
+    const bool usage_error = result.error().code == ErrorCode::invalid_argument;
+    std::string hint = result.error().code == ErrorCode::unavailable
+                           ? "wait for it to finish, or give this run another --name"
+                           : "check that the jobs directory is writable (--jobs-dir, GPUHOST_HOME)";
+    return report_error(context.err, result.error().message, usage_error ? "see gpuhost run --help" : hint,
+                        usage_error ? k_exit_usage : k_exit_error);
+  }
+  const int code = exit_code_for(result->outcome);
+  if (json_output) {
+    json::Value doc = job_status_json(result->state);
+    doc["outcome"] = supervise::outcome_name(result->outcome);
+    doc["reason"] = result->reason;
+    doc["exit_code"] = code;
+    doc["job_dir"] = result->job_dir.string();
+    context.out << json::dump(doc, 2) << "\n";
+  } else {
+    std::lock_guard lock(console);
+    std::string summary = std::string(supervise::outcome_name(result->outcome)) + ": " + result->reason;
+    std::string colored = result->outcome == supervise::Outcome::finished ? style.green(summary)
+                          : result->outcome == supervise::Outcome::failed ? style.red(summary)
+                                                                          : style.yellow(summary);
+    std::cerr << style.dim("gpuhost: ") << colored << " (exit " << code << "; gpuhost status "
+              << result->job_name << " shows the journal)\n";
+  }
+  return code;
+}
+
+}  // namespace gpuhost::cli

@@ -1,0 +1,324 @@
+#include <algorithm>
+#include <charconv>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "platform/child_process.h"
+#include "platform/launch_posix.h"
+#include "platform/posix_util.h"
+
+namespace gpuhost::platform {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Once the child has exited, how long a grandchild still holding its stdout/stderr may keep them
+// open before we kill what is left of the group and stop reading.
+constexpr auto k_drain_grace = std::chrono::milliseconds(500);
+// How much the readers take from a pipe after being told to stop, so a writer that escaped the
+// group cannot keep them reading forever.
+constexpr std::size_t k_final_drain_limit = 1u << 20;
+
+int posix_signal(ChildSignal signal) {
+  switch (signal) {
+    case ChildSignal::interrupt: return SIGINT;
+    case ChildSignal::terminate: return SIGTERM;
+    case ChildSignal::hangup: return SIGHUP;
+    case ChildSignal::user1: return SIGUSR1;
+    case ChildSignal::user2: return SIGUSR2;
+    case ChildSignal::ctrl_break: return 0;
+  }
+  return 0;
+}
+
+std::chrono::microseconds to_microseconds(const timeval& t) {
+  return std::chrono::seconds(t.tv_sec) + std::chrono::microseconds(t.tv_usec);
+}
+
+// Linux reports ru_maxrss in KiB (getrusage(2)).
+std::uint64_t max_rss_bytes(const rusage& usage) {
+  return static_cast<std::uint64_t>(std::max(usage.ru_maxrss, 0L)) * 1024u;
+}
+
+}  // namespace
+
+struct ChildProcess::State {
+  // Fixed after spawn.
+  pid_t pid = -1;
+  std::string program;
+  OutputHandler on_output;
+  UniqueFd pidfd;
+  launch::Pipe stop;  // a byte written here tells the readers to take what is left and return
+  std::thread readers[2];
+
+  // Touched only by the thread calling the public methods.
+  bool reaped = false;
+  ChildExit raw_exit;               // valid once reaped
+  std::optional<ChildExit> result;  // set once the readers are done too
+
+  std::mutex mutex;
+  std::condition_variable readers_done;
+  int readers_running = 0;  // guarded by mutex
+
+  void read_output(UniqueFd fd, OutputStream stream) {
+    char buffer[65536];
+    for (;;) {
+      struct pollfd fds[2] = {{fd.get(), POLLIN, 0}, {stop.read.get(), POLLIN, 0}};
+      int ready = ::poll(fds, 2, -1);
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready < 0) break;
+      if (fds[1].revents) {
+        final_drain(fd, stream, buffer, sizeof buffer);
+        break;
+      }
+      ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      on_output(stream, std::string_view(buffer, static_cast<std::size_t>(n)));
+    }
+    {
+      std::lock_guard lock(mutex);
+      --readers_running;
+    }
+    readers_done.notify_all();
+  }
+
+  void final_drain(const UniqueFd& fd, OutputStream stream, char* buffer, std::size_t size) {
+    ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) | O_NONBLOCK);
+    std::size_t taken = 0;
+    while (taken < k_final_drain_limit) {
+      ssize_t n = ::read(fd.get(), buffer, size);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      taken += static_cast<std::size_t>(n);
+      on_output(stream, std::string_view(buffer, static_cast<std::size_t>(n)));
+    }
+  }
+
+  // wait4 without blocking (or blocking when `block`); true once the child has been reaped.
+  bool reap(bool block) {
+    if (reaped) return true;
+    for (;;) {
+      int status = 0;
+      rusage usage{};
+      pid_t r = ::wait4(pid, &status, block ? 0 : WNOHANG, &usage);
+      if (r < 0 && errno == EINTR) continue;
+      if (r == 0) return false;
+      reaped = true;
+      if (r < 0) return true;  // ECHILD: reaped elsewhere (SIGCHLD ignored); nothing to report
+      if (WIFEXITED(status)) {
+        raw_exit.exit_code = WEXITSTATUS(status);
+      } else if (WIFSIGNALED(status)) {
+        raw_exit.signaled = true;
+        raw_exit.signal = WTERMSIG(status);
+      }
+      raw_exit.cpu_time = to_microseconds(usage.ru_utime) + to_microseconds(usage.ru_stime);
+      raw_exit.peak_rss_bytes = max_rss_bytes(usage);
+      return true;
+    }
+  }
+
+  // After the child is reaped: lets the readers finish on their own for a short while, then kills
+  // whatever is left of the group (a daemon holding the pipes) and stops them.
+  void finish_readers(std::chrono::milliseconds grace) {
+    bool drained;
+    {
+      std::unique_lock lock(mutex);
+      drained = readers_done.wait_for(lock, grace, [&] { return readers_running == 0; });
+    }
+    if (!drained) {
+      ::kill(-pid, SIGKILL);
+      char byte = 1;
+      ssize_t ignored = ::write(stop.write.get(), &byte, 1);
+      (void)ignored;
+    }
+    for (std::thread& reader : readers)
+      if (reader.joinable()) reader.join();
+  }
+};
+
+Result<ChildProcess> ChildProcess::spawn(const ChildOptions& options) {
+  const std::string resolved = GPUHOST_TRY(launch::resolve_program(options.argv, options.environment));
+  auto state = std::make_unique<State>();
+  state->program = options.argv[0];
+  state->on_output = options.on_output;
+
+  UniqueFd null_input = GPUHOST_TRY(launch::open_null_input());
+  launch::Pipe status = GPUHOST_TRY(launch::make_pipe());
+  launch::Pipe out, err;
+  if (state->on_output) {
+    out = GPUHOST_TRY(launch::make_pipe());
+    err = GPUHOST_TRY(launch::make_pipe());
+    state->stop = GPUHOST_TRY(launch::make_pipe());
+  }
+
+  std::vector<std::string> argv_strings = options.argv;
+  std::vector<char*> argv = launch::pointers(argv_strings);
+  std::vector<std::string> env_strings = launch::child_environment(options.environment);
+  std::vector<char*> envp = launch::pointers(env_strings);
+  launch::ChildSetup setup;
+  setup.path = resolved.c_str();
+  setup.argv = argv.data();
+  setup.envp = envp.data();
+  setup.working_directory = options.working_directory ? options.working_directory->c_str() : nullptr;
+  setup.stdin_fd = null_input.get();
+  setup.stdout_fd = out.write.get();
+  setup.stderr_fd = err.write.get();
+  setup.status_fd = status.write.get();
+  setup.die_with_parent = true;
+  setup.parent_pid = ::getpid();
+
+  pid_t pid = ::fork();
+  if (pid < 0) return std::unexpected(posix_error("starting " + state->program, errno));
+  if (pid == 0) launch::exec_child(setup);
+  // Also done here, so the group exists before we might signal it.
+  ::setpgid(pid, pid);
+  state->pid = pid;
+  out.write.reset();
+  err.write.reset();
+  status.write.reset();
+  null_input.reset();
+
+  if (auto started =
+          launch::read_exec_failure(status.read.get(), state->program, resolved, setup.working_directory);
+      !started) {
+    state->reap(true);
+    Error error = started.error();
+    if (error.code != ErrorCode::not_found) error.code = ErrorCode::io_error;
+    return std::unexpected(std::move(error));
+  }
+  state->pidfd = launch::open_pidfd(pid);
+
+  if (state->on_output) {
+    State* raw = state.get();
+    raw->readers_running = 2;
+    raw->readers[0] = std::thread(
+        [raw, fd = std::move(out.read)]() mutable { raw->read_output(std::move(fd), OutputStream::out); });
+    raw->readers[1] = std::thread(
+        [raw, fd = std::move(err.read)]() mutable { raw->read_output(std::move(fd), OutputStream::err); });
+  }
+  return ChildProcess(std::move(state));
+}
+
+ChildProcess::ChildProcess(std::unique_ptr<State> state) : m_state(std::move(state)) {}
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept = default;
+ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept = default;
+
+// The group is killed even after the child has been reaped, for what it left running. Linux does
+// not reuse a pid while a process group of that id has members, so this reaches only our tree.
+ChildProcess::~ChildProcess() {
+  if (!m_state) return;
+  ::kill(-m_state->pid, SIGKILL);
+  m_state->reap(true);
+  m_state->finish_readers(std::chrono::milliseconds(0));
+}
+
+long ChildProcess::pid() const {
+  return static_cast<long>(m_state->pid);
+}
+
+Result<void> ChildProcess::send(ChildSignal signal) {
+  int number = posix_signal(signal);
+  if (number == 0)
+    return make_error(ErrorCode::unsupported,
+                      std::string("sending ") + child_signal_name(signal) + ": not a POSIX signal");
+  // Once reaped, the group id may be reused: nothing of ours is left to signal.
+  if (m_state->reaped) return {};
+  if (::kill(-m_state->pid, number) != 0 && errno != ESRCH)
+    return std::unexpected(posix_error(std::string("sending ") + child_signal_name(signal) + " to " +
+                                           m_state->program + " (process group " +
+                                           std::to_string(m_state->pid) + ")",
+                                       errno));
+  return {};
+}
+
+void ChildProcess::kill_tree() {
+  ::kill(-m_state->pid, SIGKILL);
+}
+
+Result<std::optional<ChildExit>> ChildProcess::wait_for(std::chrono::milliseconds timeout) {
+  State& state = *m_state;
+  if (state.result) return state.result;
+  const auto deadline = Clock::now() + timeout;
+  while (!state.reap(false)) {
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return std::optional<ChildExit>();
+    if (state.pidfd.valid()) {
+      struct pollfd p {
+        state.pidfd.get(), POLLIN, 0
+      };
+      int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 60'000)));
+      if (ready < 0 && errno != EINTR)
+        return std::unexpected(posix_error("waiting for " + state.program, errno));
+    } else {
+      std::this_thread::sleep_for(std::min(left, std::chrono::milliseconds(20)));
+    }
+  }
+  state.finish_readers(k_drain_grace);
+  state.result = state.raw_exit;
+  return state.result;
+}
+
+std::string ChildExit::describe() const {
+  if (!signaled) return "exit code " + std::to_string(exit_code);
+  const char* abbreviation = ::sigabbrev_np(signal);
+  if (abbreviation) return std::string("killed by SIG") + abbreviation;
+  return "killed by signal " + std::to_string(signal);
+}
+
+ChildSignal default_save_signal() {
+  return ChildSignal::user1;
+}
+
+ChildSignal default_stop_signal() {
+  return ChildSignal::terminate;
+}
+
+int kill_processes_with_environment(std::string_view name, std::string_view value) {
+  const std::string wanted = std::string(name) + "=" + std::string(value);
+  const pid_t self = ::getpid();
+  DirStream proc(::opendir("/proc"));
+  if (!proc.get()) return 0;
+  int killed = 0;
+  while (const dirent* entry = ::readdir(proc.get())) {
+    const std::string_view id(entry->d_name);
+    pid_t pid = 0;
+    auto [end, parse_error] = std::from_chars(id.data(), id.data() + id.size(), pid);
+    if (parse_error != std::errc() || end != id.data() + id.size() || pid <= 0 || pid == self) continue;
+    // NUL-separated "name=value" entries as the process was started; unreadable for other users.
+    const std::string environ_text =
+        read_text_file_or_empty(("/proc/" + std::string(id) + "/environ").c_str());
+    std::string_view rest(environ_text);
+    bool found = false;
+    while (!rest.empty() && !found) {
+      std::size_t nul = rest.find('\0');
+      std::string_view variable = rest.substr(0, nul);
+      found = variable == wanted;
+      rest = nul == std::string_view::npos ? std::string_view() : rest.substr(nul + 1);
+    }
+    if (found && ::kill(pid, SIGKILL) == 0) ++killed;
+  }
+  return killed;
+}
+
+ResourceUsage self_resource_usage() {
+  rusage usage{};
+  ResourceUsage out;
+  if (::getrusage(RUSAGE_SELF, &usage) != 0) return out;
+  out.cpu_time = to_microseconds(usage.ru_utime) + to_microseconds(usage.ru_stime);
+  out.peak_rss_bytes = max_rss_bytes(usage);
+  return out;
+}
+
+}  // namespace gpuhost::platform

@@ -1,0 +1,417 @@
+#include "platform/child_process.h"
+
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "platform/process.h"
+#include "platform/system_info.h"
+#include "platform/termination.h"
+#include "platform/test_support.h"
+
+namespace gpuhost::platform {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Bounds for waiting on something that should happen at once; only a broken build reaches them.
+constexpr auto k_patience = 20s;
+
+bool on_windows() {
+  return current_os() == OsFamily::windows;
+}
+
+bool under_wine() {
+  static const bool wine = collect_system_info().os.under_wine;
+  return wine;
+}
+
+std::string child_path() {
+  auto self = current_executable_path();
+  auto dir = self ? std::filesystem::path(*self).parent_path() : std::filesystem::path(".");
+  return find_executable((dir / "platform_test_child").string()).value_or("platform_test_child-missing");
+}
+
+std::filesystem::path fresh_temp_dir(const char* tag) {
+  static int counter = 0;
+  auto dir =
+      std::filesystem::temp_directory_path() /
+      ("gpuhost-child-test-" + std::to_string(current_process_id()) + "-" + tag + std::to_string(counter++));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// Output collected from the reader threads.
+class Collected {
+ public:
+  OutputHandler handler() {
+    return [this](OutputStream stream, std::string_view chunk) {
+      std::lock_guard lock(m_mutex);
+      std::string& text = stream == OutputStream::out ? m_out : m_err;
+      for (char c : chunk)
+        if (c != '\r') text.push_back(c);  // text-mode stdout on Windows
+    };
+  }
+  std::string out() {
+    std::lock_guard lock(m_mutex);
+    return m_out;
+  }
+  std::string err() {
+    std::lock_guard lock(m_mutex);
+    return m_err;
+  }
+  // Waits until stdout holds `text`; false after k_patience.
+  bool wait_for_out(std::string_view text) {
+    const auto deadline = std::chrono::steady_clock::now() + k_patience;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (out().find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+
+ private:
+  std::mutex m_mutex;
+  std::string m_out;
+  std::string m_err;
+};
+
+ChildOptions child(std::vector<std::string> args, Collected* collected = nullptr) {
+  ChildOptions options;
+  options.argv = {child_path()};
+  options.argv.insert(options.argv.end(), args.begin(), args.end());
+  if (collected) options.on_output = collected->handler();
+  return options;
+}
+
+ChildExit wait_out(ChildProcess& process) {
+  auto exit = process.wait_for(std::chrono::duration_cast<std::chrono::milliseconds>(k_patience));
+  EXPECT_TRUE(exit) << exit.error().message;
+  if (!exit || !*exit) {
+    ADD_FAILURE() << "child still running";
+    return {};
+  }
+  return **exit;
+}
+
+// The pid a child wrote with "pidfile", or 0 after k_patience.
+long read_pid_file(const std::filesystem::path& path) {
+  const auto deadline = std::chrono::steady_clock::now() + k_patience;
+  while (std::chrono::steady_clock::now() < deadline) {
+    long pid = 0;
+    if (std::ifstream file(path); file >> pid && pid > 0) return pid;
+    std::this_thread::sleep_for(10ms);
+  }
+  return 0;
+}
+
+bool gone_eventually(long pid) {
+  const auto deadline = std::chrono::steady_clock::now() + k_patience;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!test_support::process_is_running(pid)) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+TEST(ChildSignal, ParsesCommonSpellings) {
+  EXPECT_EQ(parse_child_signal("SIGUSR1"), ChildSignal::user1);
+  EXPECT_EQ(parse_child_signal("usr1"), ChildSignal::user1);
+  EXPECT_EQ(parse_child_signal("USR2"), ChildSignal::user2);
+  EXPECT_EQ(parse_child_signal("sigterm"), ChildSignal::terminate);
+  EXPECT_EQ(parse_child_signal("INT"), ChildSignal::interrupt);
+  EXPECT_EQ(parse_child_signal("SIGHUP"), ChildSignal::hangup);
+  EXPECT_EQ(parse_child_signal("CTRL_BREAK"), ChildSignal::ctrl_break);
+  EXPECT_EQ(parse_child_signal("ctrl-break"), ChildSignal::ctrl_break);
+  EXPECT_EQ(parse_child_signal("SIGKILL"), std::nullopt);
+  EXPECT_EQ(parse_child_signal(""), std::nullopt);
+  EXPECT_EQ(parse_child_signal("SIG"), std::nullopt);
+}
+
+TEST(ChildSignal, NamesRoundTrip) {
+  for (ChildSignal signal : {ChildSignal::interrupt, ChildSignal::terminate, ChildSignal::hangup,
+                             ChildSignal::user1, ChildSignal::user2, ChildSignal::ctrl_break})
+    EXPECT_EQ(parse_child_signal(child_signal_name(signal)), signal) << child_signal_name(signal);
+}
+
+TEST(ChildSignal, DefaultsFitTheOs) {
+  if (on_windows()) {
+    EXPECT_EQ(default_save_signal(), ChildSignal::ctrl_break);
+    EXPECT_EQ(default_stop_signal(), ChildSignal::ctrl_break);
+  } else {
+    EXPECT_EQ(default_save_signal(), ChildSignal::user1);
+    EXPECT_EQ(default_stop_signal(), ChildSignal::terminate);
+  }
+}
+
+TEST(ChildExit, DescribesExitCodes) {
+  ChildExit exit;
+  exit.exit_code = 3;
+  EXPECT_EQ(exit.describe(), "exit code 3");
+  EXPECT_FALSE(exit.succeeded());
+  exit.exit_code = 0;
+  EXPECT_TRUE(exit.succeeded());
+}
+
+TEST(ChildExit, DescribesCrashes) {
+  ChildExit exit;
+  if (on_windows()) {
+    exit.exit_code = static_cast<int>(0xC0000005u);
+    EXPECT_EQ(exit.describe(), "exit code 0xC0000005 (access violation)");
+  } else {
+    exit.signaled = true;
+    exit.signal = 9;
+    EXPECT_EQ(exit.describe(), "killed by SIGKILL");
+  }
+}
+
+TEST(ChildProcess, StreamsBothOutputsAndReportsTheExitCode) {
+  Collected collected;
+  auto process =
+      ChildProcess::spawn(child({"out", "hello", "err", "oops", "out", " world", "exit", "3"}, &collected));
+  ASSERT_TRUE(process) << process.error().message;
+  EXPECT_GT(process->pid(), 0);
+  ChildExit exit = wait_out(*process);
+  EXPECT_EQ(exit.exit_code, 3);
+  EXPECT_FALSE(exit.signaled);
+  EXPECT_FALSE(exit.succeeded());
+  EXPECT_EQ(collected.out(), "hello world");
+  EXPECT_EQ(collected.err(), "oops");
+}
+
+TEST(ChildProcess, DeliversOutputWhileTheChildRuns) {
+  Collected collected;
+  auto process = ChildProcess::spawn(child({"out", "early", "sleep", "60000"}, &collected));
+  ASSERT_TRUE(process) << process.error().message;
+  EXPECT_TRUE(collected.wait_for_out("early"));
+}
+
+TEST(ChildProcess, LaterWaitsReturnTheSameExit) {
+  auto process = ChildProcess::spawn(child({"exit", "5"}));
+  ASSERT_TRUE(process) << process.error().message;
+  EXPECT_EQ(wait_out(*process).exit_code, 5);
+  auto again = process->wait_for(0ms);
+  ASSERT_TRUE(again && *again);
+  EXPECT_EQ((*again)->exit_code, 5);
+  EXPECT_TRUE(process->send(on_windows() ? ChildSignal::ctrl_break : ChildSignal::terminate));
+}
+
+TEST(ChildProcess, PassesEnvironmentAndWorkingDirectory) {
+  Collected collected;
+  auto dir = fresh_temp_dir("cwd");
+  auto options = child({"env", "GPUHOST_CHILD_TEST_VALUE", "out", "|", "cwd"}, &collected);
+  options.environment = {{"GPUHOST_CHILD_TEST_VALUE", "seven"}};
+  options.working_directory = dir.string();
+  auto process = ChildProcess::spawn(options);
+  ASSERT_TRUE(process) << process.error().message;
+  EXPECT_TRUE(wait_out(*process).succeeded());
+  std::string out = collected.out();
+  ASSERT_NE(out.find('|'), std::string::npos) << out;
+  EXPECT_EQ(out.substr(0, out.find('|')), "seven");
+  EXPECT_TRUE(std::filesystem::equivalent(out.substr(out.find('|') + 1), dir)) << out;
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}
+
+TEST(ChildProcess, ReportsNotFoundForAMissingProgram) {
+  ChildOptions options;
+  options.argv = {"gpuhost-no-such-program-4711"};
+  auto process = ChildProcess::spawn(options);
+  ASSERT_FALSE(process);
+  EXPECT_EQ(process.error().code, ErrorCode::not_found) << process.error().message;
+
+  options.argv = {(fresh_temp_dir("missing") / "nothing-here").string()};
+  process = ChildProcess::spawn(options);
+  ASSERT_FALSE(process);
+  EXPECT_EQ(process.error().code, ErrorCode::not_found) << process.error().message;
+}
+
+TEST(ChildProcess, ReportsAMissingWorkingDirectory) {
+  auto options = child({"exit", "0"});
+  options.working_directory = (fresh_temp_dir("nodir") / "absent").string();
+  auto process = ChildProcess::spawn(options);
+  ASSERT_FALSE(process);
+  EXPECT_NE(process.error().message.find("absent"), std::string::npos) << process.error().message;
+}
+
+TEST(ChildProcess, WaitTimesOutWhileTheChildRuns) {
+  auto process = ChildProcess::spawn(child({"sleep", "60000"}));
+  ASSERT_TRUE(process) << process.error().message;
+  auto exit = process->wait_for(50ms);
+  ASSERT_TRUE(exit) << exit.error().message;
+  EXPECT_FALSE(*exit);
+}
+
+TEST(ChildProcess, SaveSignalReachesATrappingChild) {
+  Collected collected;
+  const char* trap_name = on_windows() ? "break" : "usr1";
+  auto process =
+      ChildProcess::spawn(child({"trap", trap_name, "42", "out", "ready", "sleep", "60000"}, &collected));
+  ASSERT_TRUE(process) << process.error().message;
+  ASSERT_TRUE(collected.wait_for_out("ready"));
+  auto sent = process->send(default_save_signal());
+  ASSERT_TRUE(sent) << sent.error().message;
+  ChildExit exit = wait_out(*process);
+  EXPECT_EQ(exit.exit_code, 42) << exit.describe() << "; output: " << collected.out();
+  EXPECT_NE(collected.out().find(on_windows() ? "trapped CTRL_" : "trapped SIGUSR1"), std::string::npos)
+      << collected.out();
+}
+
+// Windows: the default console handler ends the process with STATUS_CONTROL_C_EXIT.
+TEST(ChildProcess, StopSignalEndsAChildThatDoesNotTrapIt) {
+  if (under_wine())
+    GTEST_SKIP()
+        << "Wine delivers CTRL_C in place of CTRL_BREAK, which a new process group ignores by default";
+  Collected collected;
+  auto process = ChildProcess::spawn(child({"out", "ready", "sleep", "60000"}, &collected));
+  ASSERT_TRUE(process) << process.error().message;
+  ASSERT_TRUE(collected.wait_for_out("ready"));
+  ASSERT_TRUE(process->send(default_stop_signal()));
+  ChildExit exit = wait_out(*process);
+  EXPECT_EQ(exit.describe(), on_windows() ? "exit code 0xC000013A (control-C exit)" : "killed by SIGTERM");
+}
+
+TEST(ChildProcess, RefusesSignalsTheOsLacks) {
+  auto process = ChildProcess::spawn(child({"sleep", "60000"}));
+  ASSERT_TRUE(process) << process.error().message;
+  auto sent = process->send(on_windows() ? ChildSignal::user1 : ChildSignal::ctrl_break);
+  ASSERT_FALSE(sent);
+  EXPECT_EQ(sent.error().code, ErrorCode::unsupported);
+}
+
+TEST(ChildProcess, SupervisorDoesNotReceiveTheSignalItSends) {
+  install_termination_handlers();
+  while (wait_termination_request(0ms)) {
+  }
+  Collected collected;
+  const char* trap_name = on_windows() ? "break" : "usr1";
+  auto process =
+      ChildProcess::spawn(child({"trap", trap_name, "42", "out", "ready", "sleep", "60000"}, &collected));
+  ASSERT_TRUE(process) << process.error().message;
+  ASSERT_TRUE(collected.wait_for_out("ready"));
+  ASSERT_TRUE(process->send(default_save_signal()));
+  EXPECT_EQ(wait_out(*process).exit_code, 42);
+  EXPECT_EQ(wait_termination_request(200ms), std::nullopt);
+}
+
+TEST(ChildProcess, KillTreeEndsGrandchildren) {
+  auto dir = fresh_temp_dir("tree");
+  auto pid_file = dir / "grandchild.pid";
+  auto process = ChildProcess::spawn(
+      child({"spawn", "4", "pidfile", pid_file.string(), "sleep", "60000", "sleep", "60000"}));
+  ASSERT_TRUE(process) << process.error().message;
+  long grandchild = read_pid_file(pid_file);
+  ASSERT_GT(grandchild, 0);
+  EXPECT_TRUE(test_support::process_is_running(grandchild));
+  process->kill_tree();
+  ChildExit exit = wait_out(*process);
+  EXPECT_FALSE(exit.succeeded());
+  EXPECT_TRUE(gone_eventually(grandchild)) << "grandchild " << grandchild << " survived kill_tree";
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}
+
+// The intermediate child supervises a grandchild of its own (in its own process group / nested
+// job); killing the intermediate outright must take the grandchild along: PR_SET_PDEATHSIG on
+// Linux, the job on Windows.
+TEST(ChildProcess, ChildDiesWithAKilledSupervisor) {
+  auto dir = fresh_temp_dir("pdeath");
+  auto pid_file = dir / "grandchild.pid";
+  auto supervisor = ChildProcess::spawn(
+      child({"child", "4", "pidfile", pid_file.string(), "sleep", "60000", "sleep", "60000"}));
+  ASSERT_TRUE(supervisor) << supervisor.error().message;
+  long grandchild = read_pid_file(pid_file);
+  ASSERT_GT(grandchild, 0);
+  EXPECT_TRUE(test_support::process_is_running(grandchild));
+  supervisor->kill_tree();
+  EXPECT_FALSE(wait_out(*supervisor).succeeded());
+  EXPECT_TRUE(gone_eventually(grandchild)) << "grandchild " << grandchild << " outlived its supervisor";
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}
+
+TEST(ChildProcess, DestructorKillsARunningChild) {
+  auto dir = fresh_temp_dir("dtor");
+  auto pid_file = dir / "child.pid";
+  long pid = 0;
+  {
+    Collected collected;
+    auto process = ChildProcess::spawn(child({"pidfile", pid_file.string(), "sleep", "60000"}, &collected));
+    ASSERT_TRUE(process) << process.error().message;
+    pid = read_pid_file(pid_file);
+    ASSERT_EQ(pid, process->pid());
+    EXPECT_TRUE(test_support::process_is_running(pid));
+  }
+  EXPECT_TRUE(gone_eventually(pid));
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}
+
+TEST(ChildProcess, DoesNotWaitForAGrandchildHoldingTheOutput) {
+  Collected collected;
+  // The child exits at once; its grandchild keeps stdout open for a minute.
+  auto process =
+      ChildProcess::spawn(child({"spawn", "2", "sleep", "60000", "out", "child-done"}, &collected));
+  ASSERT_TRUE(process) << process.error().message;
+  ChildExit exit = wait_out(*process);
+  EXPECT_TRUE(exit.succeeded()) << exit.describe();
+  EXPECT_EQ(collected.out(), "child-done");
+}
+
+TEST(ChildProcess, InheritsOurOutputWithoutAHandler) {
+  auto process = ChildProcess::spawn(child({"out", "", "exit", "4"}));
+  ASSERT_TRUE(process) << process.error().message;
+  EXPECT_EQ(wait_out(*process).exit_code, 4);
+}
+
+TEST(ChildProcess, MovesOwnership) {
+  auto process = ChildProcess::spawn(child({"exit", "6"}));
+  ASSERT_TRUE(process) << process.error().message;
+  ChildProcess moved = std::move(*process);
+  ChildProcess assigned = std::move(moved);
+  EXPECT_EQ(wait_out(assigned).exit_code, 6);
+}
+
+TEST(ChildProcess, ReportsResourceUsage) {
+  Collected collected;
+  auto process = ChildProcess::spawn(child({"flood", "1000000"}, &collected));
+  ASSERT_TRUE(process) << process.error().message;
+  ChildExit exit = wait_out(*process);
+  EXPECT_TRUE(exit.succeeded());
+  EXPECT_EQ(collected.out().size(), 1000000u);
+  if (!under_wine()) {  // Wine accounts for neither the job nor an exited process
+    EXPECT_GT(exit.peak_rss_bytes, 0u);
+  }
+  ResourceUsage self = self_resource_usage();
+  EXPECT_GT(self.peak_rss_bytes, 0u);
+  EXPECT_GT(self.cpu_time.count(), 0);
+}
+
+TEST(KillProcessesWithEnvironment, KillsOnlyProcessesCarryingTheToken) {
+  std::random_device random;
+  const std::string token = std::to_string(random()) + "-" + std::to_string(current_process_id());
+  Collected collected;
+  auto options = child({"out", "ready", "sleep", "60000"}, &collected);
+  options.environment = {{"GPUHOST_CHILD_TEST_TOKEN", token}};
+  auto process = ChildProcess::spawn(options);
+  ASSERT_TRUE(process) << process.error().message;
+  ASSERT_TRUE(collected.wait_for_out("ready"));
+  EXPECT_EQ(kill_processes_with_environment("GPUHOST_CHILD_TEST_TOKEN", token + "x"), 0);
+  EXPECT_EQ(kill_processes_with_environment("GPUHOST_CHILD_TEST_TOKE", token), 0);
+  if (on_windows()) {
+    EXPECT_EQ(kill_processes_with_environment("GPUHOST_CHILD_TEST_TOKEN", token), 0);
+    return;
+  }
+  EXPECT_EQ(kill_processes_with_environment("GPUHOST_CHILD_TEST_TOKEN", token), 1);
+  ChildExit exit = wait_out(*process);
+  EXPECT_TRUE(exit.signaled);
+  EXPECT_EQ(exit.describe(), "killed by SIGKILL");
+}
+
+}  // namespace
+}  // namespace gpuhost::platform

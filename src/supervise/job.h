@@ -1,0 +1,102 @@
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/error.h"
+#include "platform/child_process.h"
+#include "supervise/restart_policy.h"
+#include "supervise/resume.h"
+
+namespace gpuhost::supervise {
+
+// Everything that defines a supervised job: from `gpuhost run` flags, a gpuhost.toml job file,
+// or both (flags win). Format of the file: doc/job-file.md.
+struct JobSpec {
+  std::string name;                  // [A-Za-z0-9._-]{1,64}; default: from the checkpoint dir or command
+  std::vector<std::string> command;  // argv, may contain {resume}
+  std::optional<std::string> working_directory;
+  std::vector<std::pair<std::string, std::string>> environment;  // extra variables for the child
+  std::filesystem::path checkpoint_location;  // directory (or single file) the trainer writes
+  ResumePreset preset = ResumePreset::none;
+  std::chrono::milliseconds settle{std::chrono::seconds(2)};
+  std::optional<std::string> marker;
+  std::vector<std::string> ignore;
+  int keep = 0;  // retention: newest K committed checkpoints kept; 0 = keep all (never delete)
+
+  // Save request on a notice: a signal (SIGUSR1 / CTRL_BREAK by default) or a request file
+  // (path given to the trainer as GPUHOST_SAVE_REQUEST) or both.
+  enum class SaveRequest { signal, file, both, none } save_request = SaveRequest::signal;
+  platform::ChildSignal save_signal = platform::default_save_signal();
+  platform::ChildSignal stop_signal = platform::default_stop_signal();
+  std::chrono::milliseconds stop_grace{std::chrono::seconds(10)};  // after stop_signal, before kill
+  std::chrono::milliseconds safety_margin{std::chrono::seconds(5)};  // before the notice deadline
+
+  RestartPolicy restart;
+
+  // Preemption watchers: "auto" (the cloud detected from DMI), "none", or a cloud id.
+  std::string cloud = "auto";
+  std::optional<std::string> metadata_endpoint;  // overrides the cloud's http://169.254.169.254
+  std::chrono::milliseconds poll_interval{std::chrono::seconds(5)};
+};
+
+[[nodiscard]] const char* save_request_name(JobSpec::SaveRequest request);  // "signal", "file", ...
+[[nodiscard]] std::optional<JobSpec::SaveRequest> parse_save_request(std::string_view name);
+
+// True for [A-Za-z0-9._-]{1,64} except "." and "..", and except the names Windows reserves for
+// devices (CON, NUL, COM1 ...; any case), so a job directory can be created on both OSes.
+[[nodiscard]] bool is_valid_job_name(std::string_view name);
+
+// Parses a gpuhost.toml job file (doc/job-file.md) into `spec`, leaving fields the file does not
+// set as they are. Errors: parse_error with file:line:column, invalid_argument for unknown keys
+// (with "did you mean") and out-of-range values.
+[[nodiscard]] Result<void> load_job_file(const std::filesystem::path& path, JobSpec& spec);
+
+// "500ms", "10s", "2.5s", "5m" (or "5min"), "1h", "1m30s", or a bare number of seconds ("30").
+// Shared by the job file and `gpuhost run` flags. invalid_argument for anything else or a
+// negative value.
+[[nodiscard]] Result<std::chrono::milliseconds> parse_duration(std::string_view text);
+
+// Checks a complete spec: non-empty command, valid name, checkpoint location set, and every
+// number in range (keep, durations, restart policy, cloud id, endpoint scheme). invalid_argument.
+[[nodiscard]] Result<void> validate_job_spec(const JobSpec& spec);
+
+// A name from the checkpoint directory or the command ("train" for python train.py), made valid.
+// The checkpoint location's last folder names the job unless it is generic ("checkpoints",
+// "output", "weights" ...), then its parent does; failing both, the script (the first argument
+// ending in .py/.sh/...) or `-m module`, else the program. Never empty.
+[[nodiscard]] std::string default_job_name(const JobSpec& spec);
+
+// Where jobs live: $GPUHOST_HOME/jobs if set, else $XDG_STATE_HOME/gpuhost/jobs
+// (~/.local/state/gpuhost/jobs) on Linux, %LOCALAPPDATA%\gpuhost\jobs on Windows. Without
+// HOME / LOCALAPPDATA (and USERPROFILE): .gpuhost/jobs in the current directory.
+[[nodiscard]] std::filesystem::path jobs_root();
+
+// A job's directory and the files in it (doc/journal.md describes the layout).
+struct JobPaths {
+  std::filesystem::path dir;
+  [[nodiscard]] std::filesystem::path journal() const { return dir / "journal.jsonl"; }
+  [[nodiscard]] std::filesystem::path spec() const { return dir / "job.json"; }
+  [[nodiscard]] std::filesystem::path lock() const { return dir / "lock"; }
+  [[nodiscard]] std::filesystem::path logs() const { return dir / "logs"; }
+  [[nodiscard]] std::filesystem::path snapshots() const { return dir / "snapshots"; }
+  [[nodiscard]] std::filesystem::path save_request() const { return dir / "save-request"; }
+};
+
+[[nodiscard]] JobPaths job_paths(const std::filesystem::path& root, const std::string& name);
+
+// The spec as JSON (job.json in the job directory) and back, so `gpuhost status` and a person
+// reading the job directory see what was run.
+[[nodiscard]] std::string job_spec_to_json(const JobSpec& spec);
+[[nodiscard]] Result<JobSpec> job_spec_from_json(std::string_view text);
+
+// Job names under `root`, sorted: folders with a valid name holding a journal or a job.json.
+// A missing root is no jobs, not an error.
+[[nodiscard]] Result<std::vector<std::string>> list_jobs(const std::filesystem::path& root);
+
+}  // namespace gpuhost::supervise

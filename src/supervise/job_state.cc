@@ -1,0 +1,278 @@
+#include "supervise/job_state.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "base/strings.h"
+#include "base/time_format.h"
+
+namespace gpuhost::supervise {
+namespace {
+
+// "1 s", "12.3 s", "4 min 5 s", "3 h 12 min".
+std::string duration_text(std::int64_t ms) {
+  if (ms < 0) ms = 0;
+  if (ms < 60'000) {
+    if (ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ms) / 1000.0);
+    return buf;
+  }
+  std::int64_t s = ms / 1000;
+  if (s < 3600) return std::to_string(s / 60) + " min " + std::to_string(s % 60) + " s";
+  return std::to_string(s / 3600) + " h " + std::to_string(s % 3600 / 60) + " min";
+}
+
+std::optional<std::int64_t> optional_int(const json::Value& fields, std::string_view key) {
+  const json::Value* v = fields.find(key);
+  if (!v || !v->is_integer()) return std::nullopt;
+  return v->as_int();
+}
+
+CommittedCheckpoint* find_checkpoint(JobState& state, std::string_view id) {
+  for (auto& checkpoint : state.checkpoints)
+    if (checkpoint.id == id) return &checkpoint;
+  return nullptr;
+}
+
+std::string notice_summary(const JournalRecord& record) {
+  const json::Value& f = record.fields;
+  std::string summary =
+      "notice from " + f.get_string("source", "?") + ": " + f.get_string("kind", "preemption");
+  auto deadline = parse_journal_time(f.get_string("deadline"));
+  if (!deadline) return summary;
+  // "HH:MM:SSZ" of the deadline.
+  summary += " at " + format_rfc3339_utc(*deadline).substr(11);
+  if (auto now = parse_journal_time(record.time)) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - *now).count();
+    auto secs = static_cast<long long>(std::llround(static_cast<double>(left) / 1000.0));
+    summary += secs >= 0 ? " (deadline in " + std::to_string(secs) + " s)"
+                         : " (deadline passed " + std::to_string(-secs) + " s before)";
+  }
+  return summary;
+}
+
+void add_event(JobState& state, const JournalRecord& record, std::string summary) {
+  state.events.push_back(JobEvent{record.time, record.type, std::move(summary)});
+}
+
+void fold_checkpoint_committed(JobState& state, const JournalRecord& record) {
+  const json::Value& f = record.fields;
+  CommittedCheckpoint checkpoint;
+  checkpoint.id = "ck-" + std::to_string(record.seq);
+  checkpoint.path = f.get_string("path");
+  checkpoint.snapshot = f.get_string("snapshot");
+  checkpoint.format = f.get_string("format");
+  checkpoint.size_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, f.get_int("size_bytes")));
+  checkpoint.content_hash = f.get_string("content_hash");
+  checkpoint.step = optional_int(f, "step");
+  checkpoint.committed_at = record.time;
+  if (checkpoint.step) state.last_step = checkpoint.step;
+
+  std::string summary = "checkpoint " + checkpoint.id + " committed: ";
+  if (checkpoint.step) summary += "step " + std::to_string(*checkpoint.step) + ", ";
+  summary += format_bytes(static_cast<double>(checkpoint.size_bytes));
+  if (auto ms = optional_int(f, "validate_ms")) summary += ", validated in " + duration_text(*ms);
+
+  // The same path committed again: the file was rewritten in place, so the older record now
+  // describes bytes that are gone, unless gpuhost kept a snapshot of them.
+  for (auto& older : state.checkpoints) {
+    if (older.path != checkpoint.path || older.status != CheckpointStatus::committed ||
+        !older.snapshot.empty())
+      continue;
+    older.status = CheckpointStatus::retired;
+    older.retired_reason =
+        older.content_hash == checkpoint.content_hash ? "committed again as " + checkpoint.id : "overwritten";
+    summary += "; replaces " + older.id;
+  }
+  state.checkpoints.push_back(std::move(checkpoint));
+  add_event(state, record, std::move(summary));
+}
+
+void fold_child_exited(JobState& state, const JournalRecord& record) {
+  const json::Value& f = record.fields;
+  std::string description = f.get_string("description");
+  if (description.empty())
+    description = f.get_bool("signaled") ? "killed by signal " + std::to_string(f.get_int("signal"))
+                                         : "exit code " + std::to_string(f.get_int("exit_code"));
+  state.last_exit = description;
+  std::string cause = f.get_string("cause");
+  if (cause == "success")
+    state.phase = JobPhase::finished;
+  else if (cause == "preempted")
+    state.phase = JobPhase::preempted;
+  else if (cause == "stopped")
+    state.phase = JobPhase::stopped;
+  else
+    state.phase = JobPhase::waiting_restart;
+  std::string summary = "child exited: " + description;
+  if (auto ms = optional_int(f, "ran_for_ms")) summary += " after " + duration_text(*ms);
+  if (!cause.empty()) summary += " (" + cause + ")";
+  add_event(state, record, std::move(summary));
+}
+
+void fold_restart_scheduled(JobState& state, const JournalRecord& record) {
+  ++state.restarts;
+  state.phase = JobPhase::waiting_restart;
+  std::string delay = duration_text(record.fields.get_int("delay_ms"));
+  // Read together with the exit that caused it: "child exited: ... (crash); restart in 1 s".
+  if (!state.events.empty() && state.events.back().type == "child_exited") {
+    state.events.back().summary += "; restart in " + delay;
+    return;
+  }
+  std::string summary = "restart in " + delay;
+  if (std::string reason = record.fields.get_string("reason"); !reason.empty()) summary += ": " + reason;
+  add_event(state, record, std::move(summary));
+}
+
+std::optional<JobPhase> phase_of_outcome(std::string_view outcome) {
+  if (outcome == "finished") return JobPhase::finished;
+  if (outcome == "preempted") return JobPhase::preempted;
+  if (outcome == "failed") return JobPhase::failed;
+  if (outcome == "stopped") return JobPhase::stopped;
+  return std::nullopt;
+}
+
+void fold_record(JobState& state, const JournalRecord& record) {
+  const json::Value& f = record.fields;
+  const std::string& type = record.type;
+  if (type == "job_created") {
+    add_event(state, record, "job " + f.get_string("name") + " created");
+  } else if (type == "supervisor_started") {
+    ++state.supervisor_runs;
+    state.phase = JobPhase::running;
+    state.supervisor_pid = static_cast<long>(f.get_int("pid"));
+    std::string summary = "supervisor started (pid " + std::to_string(f.get_int("pid"));
+    if (std::string cloud = f.get_string("cloud"); !cloud.empty() && cloud != "none")
+      summary += ", cloud " + cloud;
+    summary += ")";
+    if (f.get_bool("after_crash")) summary += " after the previous supervisor died without stopping";
+    add_event(state, record, std::move(summary));
+  } else if (type == "leftovers_killed") {
+    std::int64_t count = f.get_int("count");
+    add_event(state, record,
+              "killed " + std::to_string(count) + (count == 1 ? " process" : " processes") +
+                  " left over from the previous supervisor");
+  } else if (type == "child_started") {
+    ++state.child_starts;
+    state.phase = JobPhase::running;
+    state.run_token = f.get_string("run_token");
+    std::string summary = "child started (pid " + std::to_string(f.get_int("pid")) + ", attempt " +
+                          std::to_string(f.get_int("attempt", state.child_starts)) + ")";
+    std::string from = f.get_string("resume_from");
+    summary += from.empty() ? ", fresh start" : ", resuming from " + from;
+    add_event(state, record, std::move(summary));
+  } else if (type == "child_exited") {
+    fold_child_exited(state, record);
+  } else if (type == "checkpoint_committed") {
+    fold_checkpoint_committed(state, record);
+  } else if (type == "checkpoint_rejected") {
+    std::string summary = "checkpoint rejected: " + f.get_string("path");
+    if (std::string problem = f.get_string("problem"); !problem.empty()) summary += ": " + problem;
+    add_event(state, record, std::move(summary));
+  } else if (type == "checkpoint_bad") {
+    std::string id = f.get_string("id");
+    if (CommittedCheckpoint* checkpoint = find_checkpoint(state, id)) {
+      checkpoint->status = CheckpointStatus::bad;
+      checkpoint->bad_reason = f.get_string("reason");
+    }
+    add_event(state, record, "checkpoint " + id + " marked bad: " + f.get_string("reason"));
+  } else if (type == "checkpoint_retired") {
+    std::string id = f.get_string("id");
+    if (CommittedCheckpoint* checkpoint = find_checkpoint(state, id)) {
+      checkpoint->status = CheckpointStatus::retired;
+      checkpoint->retired_reason = f.get_string("reason");
+    }
+    add_event(state, record, "checkpoint " + id + " retired: " + f.get_string("reason"));
+  } else if (type == "checkpoint_pinned") {
+    std::string id = f.get_string("id");
+    if (CommittedCheckpoint* checkpoint = find_checkpoint(state, id)) checkpoint->pinned = true;
+    add_event(state, record, "checkpoint " + id + " pinned");
+  } else if (type == "notice") {
+    if (f.get_string("kind", "preemption") == "preemption") ++state.preemptions;
+    add_event(state, record, notice_summary(record));
+  } else if (type == "save_requested") {
+    std::string method = f.get_string("method");
+    add_event(state, record,
+              method == "file" ? std::string("save requested with the request file")
+                               : "save requested with " + f.get_string("signal", "a signal"));
+  } else if (type == "save_completed") {
+    std::string summary = "save completed in " + duration_text(f.get_int("duration_ms"));
+    if (std::string id = f.get_string("id"); !id.empty()) summary += " (" + id + ")";
+    add_event(state, record, std::move(summary));
+  } else if (type == "save_timed_out") {
+    add_event(state, record,
+              "save timed out: no new checkpoint after " + duration_text(f.get_int("waited_ms")));
+  } else if (type == "notice_acknowledged") {
+    add_event(
+        state, record,
+        "notice acknowledged to " + f.get_string("source") + " (event " + f.get_string("event_id") + ")");
+  } else if (type == "restart_scheduled") {
+    fold_restart_scheduled(state, record);
+  } else if (type == "gave_up") {
+    state.phase = JobPhase::failed;
+    add_event(state, record, "gave up: " + f.get_string("reason"));
+  } else if (type == "drill") {
+    std::string summary = "drill: " + f.get_string("action");
+    if (auto at = optional_int(f, "at_s")) summary += " at " + std::to_string(*at) + " s";
+    add_event(state, record, std::move(summary));
+  } else if (type == "disk_low") {
+    add_event(state, record,
+              "disk low: " + format_bytes(static_cast<double>(f.get_int("available_bytes"))) +
+                  " available for " + f.get_string("path"));
+  } else if (type == "watcher_trouble") {
+    add_event(state, record, f.get_string("source") + " watcher: " + f.get_string("message"));
+  } else if (type == "supervisor_stopped") {
+    std::string outcome = f.get_string("outcome");
+    if (auto phase = phase_of_outcome(outcome)) state.phase = *phase;
+    state.supervisor_pid.reset();
+    std::string summary = "supervisor stopped: " + outcome;
+    if (auto code = optional_int(f, "exit_code")) summary += " (exit code " + std::to_string(*code) + ")";
+    add_event(state, record, std::move(summary));
+  } else if (type == "progress") {
+    // Not written by this version; newer writers may record steps seen in the trainer's output.
+    if (auto step = optional_int(f, "step")) state.last_step = step;
+  }
+}
+
+}  // namespace
+
+const char* job_phase_name(JobPhase phase) {
+  switch (phase) {
+    case JobPhase::new_job: return "new";
+    case JobPhase::running: return "running";
+    case JobPhase::waiting_restart: return "waiting_restart";
+    case JobPhase::preempted: return "preempted";
+    case JobPhase::finished: return "finished";
+    case JobPhase::failed: return "failed";
+    case JobPhase::stopped: return "stopped";
+  }
+  return "unknown";
+}
+
+JobState fold_journal(const std::vector<JournalRecord>& records) {
+  JobState state;
+  for (const JournalRecord& record : records) fold_record(state, record);
+  return state;
+}
+
+std::vector<const CommittedCheckpoint*> resume_candidates(const JobState& state) {
+  std::vector<const CommittedCheckpoint*> candidates;
+  for (auto it = state.checkpoints.rbegin(); it != state.checkpoints.rend(); ++it)
+    if (it->status == CheckpointStatus::committed) candidates.push_back(&*it);
+  return candidates;
+}
+
+}  // namespace gpuhost::supervise
+
+namespace gpuhost::supervise {
+
+// Folding the record alone gives the same wording as `gpuhost status`, minus what needs earlier
+// records (which older checkpoint a commit replaces).
+std::string summarize_record(const JournalRecord& record) {
+  JobState alone = fold_journal({record});
+  return alone.events.empty() ? std::string() : alone.events.back().summary;
+}
+
+}  // namespace gpuhost::supervise

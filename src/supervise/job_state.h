@@ -1,0 +1,78 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "supervise/journal.h"
+
+namespace gpuhost::supervise {
+
+enum class CheckpointStatus { committed, bad, retired };
+
+// A checkpoint as the journal knows it.
+struct CommittedCheckpoint {
+  std::string id;            // "ck-<seq of its commit record>", stable
+  std::string path;          // absolute path the trainer wrote
+  std::string snapshot;      // gpuhost's copy in the job directory, when one was taken; else empty
+  std::string format;        // checkpoint_format_name()
+  std::uint64_t size_bytes = 0;
+  std::string content_hash;  // "xxh3-128:..."
+  std::optional<std::int64_t> step;
+  std::string committed_at;  // journal time
+  CheckpointStatus status = CheckpointStatus::committed;
+  std::string bad_reason;      // status bad: why
+  std::string retired_reason;  // status retired: why ("retention", "overwritten", ...)
+  bool pinned = false;
+};
+
+// The file to resume from: gpuhost's snapshot when it took one (the trainer may have rewritten
+// `path` in place since), else `path`.
+[[nodiscard]] inline const std::string& resume_path(const CommittedCheckpoint& checkpoint) {
+  return checkpoint.snapshot.empty() ? checkpoint.path : checkpoint.snapshot;
+}
+
+enum class JobPhase { new_job, running, waiting_restart, preempted, finished, failed, stopped };
+[[nodiscard]] const char* job_phase_name(JobPhase phase);
+
+// A notice, save, restart... for `gpuhost status`.
+struct JobEvent {
+  std::string time;
+  std::string type;
+  std::string summary;  // one human line
+};
+
+// The job's state, folded from its journal records in order. Pure: the same records give the
+// same state, so a supervisor restarted after SIGKILL continues from exactly what was durable.
+// Unknown record types and fields are ignored. A checkpoint committed again at the same path
+// (a file rewritten in place, like last.pt) supersedes the earlier records of that path: those
+// without a snapshot become retired ("overwritten"), those with one stay committed.
+// The phase follows the last record that sets one: supervisor_started / child_started: running;
+// child_exited: finished (success), preempted, stopped, else waiting_restart; restart_scheduled:
+// waiting_restart; gave_up: failed; supervisor_stopped: its outcome.
+struct JobState {
+  JobPhase phase = JobPhase::new_job;
+  std::vector<CommittedCheckpoint> checkpoints;  // in commit order
+  int supervisor_runs = 0;
+  int child_starts = 0;
+  int restarts = 0;     // crash restarts over the whole history (restart_scheduled records)
+  int preemptions = 0;  // notices acted on (notice records of kind "preemption", drills included)
+  std::optional<long> supervisor_pid;  // of the last supervisor_started without a matching stop
+  std::string run_token;               // of the last child_started (kill leftovers by it)
+  std::optional<std::int64_t> last_step;  // newest step the journal saw (progress or checkpoint)
+  std::vector<JobEvent> events;
+  std::optional<std::string> last_exit;  // describe() of the last child exit
+};
+
+// The one human line for a record, as `gpuhost status` lists it and `gpuhost run` prints it as it
+// happens ("checkpoint ck-12 committed: step 300, 1.2 GB"); the same text as JobEvent::summary.
+[[nodiscard]] std::string summarize_record(const JournalRecord& record);
+
+[[nodiscard]] JobState fold_journal(const std::vector<JournalRecord>& records);
+
+// Committed, not bad, not retired, newest commit first: the order resume tries them in.
+[[nodiscard]] std::vector<const CommittedCheckpoint*> resume_candidates(const JobState& state);
+
+}  // namespace gpuhost::supervise

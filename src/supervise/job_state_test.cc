@@ -1,0 +1,235 @@
+#include "supervise/job_state.h"
+
+#include <cstdio>
+
+#include <gtest/gtest.h>
+
+namespace gpuhost::supervise {
+namespace {
+
+// Builds a journal in memory: seq in order, a clock that advances one second per record.
+class History {
+ public:
+  History& add(std::string type, json::Value::Object fields = {}) {
+    JournalRecord record;
+    record.seq = m_records.size() + 1;
+    int s = static_cast<int>(m_records.size());
+    char time[64];
+    std::snprintf(time, sizeof time, "2026-11-30T12:%02d:%02d.000Z", s / 60, s % 60);
+    record.time = time;
+    record.type = std::move(type);
+    record.fields = json::Value(std::move(fields));
+    m_records.push_back(std::move(record));
+    return *this;
+  }
+  History& commit(std::string path, std::string hash, std::optional<int> step = std::nullopt,
+                  std::string snapshot = "") {
+    return add("checkpoint_committed", {{"path", path},
+                                        {"snapshot", snapshot},
+                                        {"format", "torch_zip"},
+                                        {"size_bytes", 1288490189},
+                                        {"content_hash", hash},
+                                        {"step", step ? json::Value(*step) : json::Value()},
+                                        {"validate_ms", 800}});
+  }
+  [[nodiscard]] JobState fold() const { return fold_journal(m_records); }
+  [[nodiscard]] const std::vector<JournalRecord>& records() const { return m_records; }
+
+ private:
+  std::vector<JournalRecord> m_records;
+};
+
+std::vector<std::string> ids(const std::vector<const CommittedCheckpoint*>& checkpoints) {
+  std::vector<std::string> out;
+  for (const auto* c : checkpoints) out.push_back(c->id);
+  return out;
+}
+
+const JobEvent* last_event(const JobState& state, std::string_view type) {
+  for (auto it = state.events.rbegin(); it != state.events.rend(); ++it)
+    if (it->type == type) return &*it;
+  return nullptr;
+}
+
+TEST(JobState, EmptyJournalIsANewJob) {
+  JobState state = fold_journal({});
+  EXPECT_EQ(state.phase, JobPhase::new_job);
+  EXPECT_STREQ(job_phase_name(state.phase), "new");
+  EXPECT_TRUE(resume_candidates(state).empty());
+}
+
+TEST(JobState, CommittedCheckpointsGetIdsFromTheirSeqAndResumeNewestFirst) {
+  History h;
+  h.add("job_created", {{"name", "demo"}}).commit("/ck/checkpoint-100", "xxh3-128:a", 100);
+  h.add("tick")
+      .commit("/ck/checkpoint-200", "xxh3-128:b", 200)
+      .commit("/ck/checkpoint-300", "xxh3-128:c", 300);
+  JobState state = h.fold();
+  ASSERT_EQ(state.checkpoints.size(), 3u);
+  EXPECT_EQ(state.checkpoints[0].id, "ck-2");
+  EXPECT_EQ(state.checkpoints[0].path, "/ck/checkpoint-100");
+  EXPECT_EQ(state.checkpoints[0].step, 100);
+  EXPECT_EQ(state.checkpoints[0].size_bytes, 1288490189u);
+  EXPECT_EQ(state.checkpoints[0].committed_at, h.records()[1].time);
+  EXPECT_EQ(ids(resume_candidates(state)), (std::vector<std::string>{"ck-5", "ck-4", "ck-2"}));
+  EXPECT_EQ(state.last_step, 300);
+  const JobEvent* event = last_event(state, "checkpoint_committed");
+  ASSERT_NE(event, nullptr);
+  EXPECT_EQ(event->summary, "checkpoint ck-5 committed: step 300, 1.2 GiB, validated in 0.8 s");
+}
+
+TEST(JobState, BadRetiredAndPinnedApplyById) {
+  History h;
+  h.commit("/ck/a", "h1", 1).commit("/ck/b", "h2", 2).commit("/ck/c", "h3", 3);
+  h.add("checkpoint_bad", {{"id", "ck-3"}, {"reason", "crash loop"}});
+  h.add("checkpoint_retired", {{"id", "ck-1"}, {"reason", "retention"}});
+  h.add("checkpoint_pinned", {{"id", "ck-2"}});
+  h.add("checkpoint_bad", {{"id", "ck-99"}, {"reason", "unknown ids are ignored"}});
+  JobState state = h.fold();
+  EXPECT_EQ(state.checkpoints[2].status, CheckpointStatus::bad);
+  EXPECT_EQ(state.checkpoints[2].bad_reason, "crash loop");
+  EXPECT_EQ(state.checkpoints[0].status, CheckpointStatus::retired);
+  EXPECT_EQ(state.checkpoints[0].retired_reason, "retention");
+  EXPECT_TRUE(state.checkpoints[1].pinned);
+  EXPECT_EQ(ids(resume_candidates(state)), (std::vector<std::string>{"ck-2"}));
+}
+
+TEST(JobState, RecommittedPathSupersedesTheOlderRecord) {
+  History h;
+  h.commit("/run/weights/last.pt", "xxh3-128:old", 10);
+  h.commit("/run/weights/last.pt", "xxh3-128:new", 20);
+  JobState state = h.fold();
+  EXPECT_EQ(state.checkpoints[0].status, CheckpointStatus::retired);
+  EXPECT_EQ(state.checkpoints[0].retired_reason, "overwritten");
+  EXPECT_EQ(ids(resume_candidates(state)), (std::vector<std::string>{"ck-2"}));
+  EXPECT_NE(state.events.back().summary.find("replaces ck-1"), std::string::npos)
+      << state.events.back().summary;
+}
+
+TEST(JobState, RecommittedPathWithASnapshotStaysCommitted) {
+  History h;
+  h.commit("/run/weights/last.pt", "xxh3-128:old", 10, "/jobs/demo/snapshots/ck-1/last.pt");
+  h.commit("/run/weights/last.pt", "xxh3-128:new", 20);
+  JobState state = h.fold();
+  EXPECT_EQ(state.checkpoints[0].status, CheckpointStatus::committed);
+  auto candidates = resume_candidates(state);
+  ASSERT_EQ(ids(candidates), (std::vector<std::string>{"ck-2", "ck-1"}));
+  EXPECT_EQ(resume_path(*candidates[1]), "/jobs/demo/snapshots/ck-1/last.pt");
+  EXPECT_EQ(resume_path(*candidates[0]), "/run/weights/last.pt");
+}
+
+TEST(JobState, CountsRunsStartsRestartsAndPreemptions) {
+  History h;
+  h.add("supervisor_started", {{"pid", 4242}, {"cloud", "aws"}, {"after_crash", false}});
+  h.add("child_started", {{"pid", 100}, {"attempt", 1}, {"run_token", "tok-1"}, {"resume_from", nullptr}});
+  h.add("child_exited", {{"pid", 100},
+                         {"signaled", true},
+                         {"signal", 9},
+                         {"description", "killed by SIGKILL"},
+                         {"ran_for_ms", 12300},
+                         {"cause", "crash"}});
+  h.add("restart_scheduled", {{"delay_ms", 1000}, {"reason", "restart 1 of 10 in 1 s"}});
+  h.add("child_started", {{"pid", 101}, {"attempt", 2}, {"run_token", "tok-2"}, {"resume_from", "ck-7"}});
+  h.add("notice", {{"source", "aws"},
+                   {"kind", "preemption"},
+                   {"deadline", "2026-11-30T12:02:00Z"},
+                   {"detail", "spot/instance-action"}});
+  h.add("notice", {{"source", "aws"}, {"kind", "advisory"}, {"detail", "rebalance"}});
+  JobState state = h.fold();
+  EXPECT_EQ(state.supervisor_runs, 1);
+  EXPECT_EQ(state.child_starts, 2);
+  EXPECT_EQ(state.restarts, 1);
+  EXPECT_EQ(state.preemptions, 1);
+  EXPECT_EQ(state.supervisor_pid, 4242);
+  EXPECT_EQ(state.run_token, "tok-2");
+  EXPECT_EQ(state.last_exit, "killed by SIGKILL");
+  EXPECT_EQ(state.phase, JobPhase::running);
+
+  const JobEvent* exited = last_event(state, "child_exited");
+  ASSERT_NE(exited, nullptr);
+  EXPECT_EQ(exited->summary, "child exited: killed by SIGKILL after 12.3 s (crash); restart in 1 s");
+  EXPECT_EQ(last_event(state, "restart_scheduled"), nullptr) << "folded into the exit's line";
+  const JobEvent* started = last_event(state, "child_started");
+  ASSERT_NE(started, nullptr);
+  EXPECT_EQ(started->summary, "child started (pid 101, attempt 2), resuming from ck-7");
+  // Record 6 is at 12:00:05; the deadline 12:02:00 is 115 s later.
+  EXPECT_EQ(state.events[4].summary, "notice from aws: preemption at 12:02:00Z (deadline in 115 s)");
+  EXPECT_EQ(state.events[5].summary, "notice from aws: advisory");
+}
+
+TEST(JobState, PhasesFollowTheRecords) {
+  History h;
+  h.add("supervisor_started", {{"pid", 1}});
+  EXPECT_EQ(h.fold().phase, JobPhase::running);
+  h.add("child_started", {{"pid", 2}});
+  h.add("child_exited", {{"exit_code", 3}, {"description", "exit code 3"}, {"cause", "crash"}});
+  EXPECT_EQ(h.fold().phase, JobPhase::waiting_restart);
+  h.add("gave_up", {{"reason", "crashed 11 times"}});
+  EXPECT_EQ(h.fold().phase, JobPhase::failed);
+  h.add("supervisor_stopped", {{"outcome", "failed"}, {"exit_code", 1}});
+  JobState state = h.fold();
+  EXPECT_EQ(state.phase, JobPhase::failed);
+  EXPECT_FALSE(state.supervisor_pid);
+  EXPECT_EQ(state.events.back().summary, "supervisor stopped: failed (exit code 1)");
+
+  h.add("supervisor_started", {{"pid", 7}, {"after_crash", false}});
+  h.add("child_started", {{"pid", 8}});
+  h.add("child_exited", {{"exit_code", 0}, {"cause", "preempted"}});
+  EXPECT_EQ(h.fold().phase, JobPhase::preempted);
+  h.add("supervisor_stopped", {{"outcome", "preempted"}});
+  EXPECT_EQ(h.fold().phase, JobPhase::preempted);
+  EXPECT_EQ(h.fold().supervisor_runs, 2);
+
+  h.add("supervisor_started", {{"pid", 9}});
+  h.add("child_exited", {{"exit_code", 0}, {"description", "exit code 0"}, {"cause", "success"}});
+  EXPECT_EQ(h.fold().phase, JobPhase::finished);
+  EXPECT_EQ(h.fold().supervisor_pid, 9) << "no supervisor_stopped yet";
+}
+
+TEST(JobState, SaveEventsReadAsOneLineEach) {
+  History h;
+  h.add("save_requested", {{"method", "signal"}, {"signal", "SIGUSR1"}});
+  h.add("save_completed", {{"id", "ck-12"}, {"duration_ms", 3400}});
+  h.add("save_timed_out", {{"waited_ms", 25000}});
+  h.add("checkpoint_rejected",
+        {{"path", "/ck/checkpoint-400"}, {"format", "hf_dir"}, {"problem", "no trainer_state.json"}});
+  h.add("disk_low", {{"path", "/ck"}, {"available_bytes", 1073741824}});
+  h.add("watcher_trouble", {{"source", "azure"}, {"message", "endpoint unreachable"}});
+  h.add("drill", {{"action", "preempt"}, {"at_s", 30}});
+  h.add("leftovers_killed", {{"count", 2}});
+  JobState state = h.fold();
+  ASSERT_EQ(state.events.size(), 8u);
+  EXPECT_EQ(state.events[0].summary, "save requested with SIGUSR1");
+  EXPECT_EQ(state.events[1].summary, "save completed in 3.4 s (ck-12)");
+  EXPECT_EQ(state.events[2].summary, "save timed out: no new checkpoint after 25 s");
+  EXPECT_EQ(state.events[3].summary, "checkpoint rejected: /ck/checkpoint-400: no trainer_state.json");
+  EXPECT_EQ(state.events[4].summary, "disk low: 1.0 GiB available for /ck");
+  EXPECT_EQ(state.events[5].summary, "azure watcher: endpoint unreachable");
+  EXPECT_EQ(state.events[6].summary, "drill: preempt at 30 s");
+  EXPECT_EQ(state.events[7].summary, "killed 2 processes left over from the previous supervisor");
+  EXPECT_EQ(state.events[1].time, h.records()[1].time);
+}
+
+TEST(JobState, UnknownRecordTypesAndFieldsAreIgnored) {
+  History h;
+  h.commit("/ck/a", "h1", 5);
+  h.add("from_the_future", {{"id", "ck-1"}});
+  h.add("checkpoint_pinned", {{"id", "ck-1"}, {"new_field", true}});
+  JobState state = h.fold();
+  EXPECT_EQ(state.events.size(), 2u);
+  EXPECT_TRUE(state.checkpoints[0].pinned);
+  EXPECT_EQ(state.checkpoints[0].status, CheckpointStatus::committed);
+}
+
+TEST(JobState, FoldingIsDeterministic) {
+  History h;
+  h.add("supervisor_started", {{"pid", 1}}).commit("/ck/a", "h1", 1).commit("/ck/a", "h2", 2);
+  JobState a = h.fold();
+  JobState b = h.fold();
+  ASSERT_EQ(a.events.size(), b.events.size());
+  for (std::size_t i = 0; i < a.events.size(); ++i) EXPECT_EQ(a.events[i].summary, b.events[i].summary);
+  EXPECT_EQ(ids(resume_candidates(a)), ids(resume_candidates(b)));
+}
+
+}  // namespace
+}  // namespace gpuhost::supervise

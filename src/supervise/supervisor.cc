@@ -1,0 +1,839 @@
+#include "supervise/supervisor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <random>
+#include <system_error>
+#include <utility>
+
+#include "base/strings.h"
+#include "platform/child_process.h"
+#include "platform/environment.h"
+#include "platform/file_lock.h"
+#include "platform/files.h"
+#include "platform/process.h"
+#include "platform/system_info.h"
+#include "platform/termination.h"
+#include "supervise/checkpoint_scanner.h"
+#include "supervise/output_log.h"
+#include "supervise/snapshot.h"
+
+namespace gpuhost::supervise {
+namespace {
+
+namespace fs = std::filesystem;
+using SteadyClock = std::chrono::steady_clock;
+using SystemClock = std::chrono::system_clock;
+using std::chrono::duration_cast;
+using std::chrono::milliseconds;
+
+constexpr const char* k_run_token_variable = "GPUHOST_RUN_TOKEN";
+
+// A disk with less than this free (or less than the newest checkpoint's size) is reported when
+// the trainer fails: the usual cause of a crash in the middle of a save.
+constexpr std::uint64_t k_low_disk_bytes = 256ull << 20;
+
+std::string random_token() {
+  std::random_device device;
+  std::string token;
+  const char* digits = "0123456789abcdef";
+  for (int i = 0; i < 16; ++i) token += digits[device() % 16];
+  return token;
+}
+
+std::int64_t to_ms(SteadyClock::duration d) { return duration_cast<milliseconds>(d).count(); }
+
+std::string seconds_text(milliseconds d) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1fs", std::chrono::duration<double>(d).count());
+  return text;
+}
+
+json::Value string_array(const std::vector<std::string>& items) {
+  json::Value array = json::Value::array();
+  for (const auto& item : items) array.push_back(item);
+  return array;
+}
+
+// Which metadata service to watch: the spec's cloud, or the one this host's DMI data names.
+std::optional<NoticeSource> watched_cloud(const JobSpec& spec, std::string& detected_evidence) {
+  std::string cloud = spec.cloud;
+  if (cloud == "none") return std::nullopt;
+  if (cloud == "auto") {
+    platform::CloudDetection detection = platform::collect_system_info().cloud;
+    detected_evidence = detection.evidence;
+    cloud = platform::cloud_vendor_id(detection.cloud);
+  }
+  static constexpr std::pair<std::string_view, NoticeSource> k_sources[] = {
+      {"aws", NoticeSource::aws},         {"azure", NoticeSource::azure},     {"gcp", NoticeSource::gcp},
+      {"alibaba", NoticeSource::alibaba}, {"tencent", NoticeSource::tencent}, {"volcengine", NoticeSource::volcengine},
+  };
+  for (const auto& [id, source] : k_sources)
+    if (cloud == id) return source;
+  return std::nullopt;  // none detected, or a cloud without an in-guest notice (Huawei)
+}
+
+// Notices arrive on watcher threads; the supervisor loop takes them.
+class NoticeInbox {
+ public:
+  void push(PreemptionNotice notice) {
+    std::lock_guard lock(m_mutex);
+    m_notices.push_back(std::move(notice));
+  }
+  std::optional<PreemptionNotice> pop() {
+    std::lock_guard lock(m_mutex);
+    if (m_notices.empty()) return std::nullopt;
+    PreemptionNotice notice = std::move(m_notices.front());
+    m_notices.pop_front();
+    return notice;
+  }
+
+ private:
+  std::mutex m_mutex;
+  std::deque<PreemptionNotice> m_notices;  // guarded by m_mutex
+};
+
+// Why the child is being stopped, once we have decided to stop it.
+enum class StopReason { none, preemption, user_stop };
+
+class Supervisor {
+ public:
+  Supervisor(const SupervisorOptions& options, JobSpec spec, JobPaths paths, Journal journal)
+      : m_options(options), m_spec(std::move(spec)), m_paths(std::move(paths)), m_journal(std::move(journal)),
+        m_stdout_log(m_paths.logs() / "stdout.log"), m_stderr_log(m_paths.logs() / "stderr.log"),
+        m_scanner(ScannerOptions{m_spec.checkpoint_location, m_spec.settle, m_spec.marker, m_spec.ignore}) {
+    m_state = fold_journal(m_journal.contents().records);
+  }
+
+  Result<SupervisorResult> run();
+
+ private:
+  // Journal access. record() returns false (and says so once) when the journal cannot be written:
+  // supervision goes on, but nothing unrecorded is ever treated as committed.
+  bool record(std::string_view type, json::Value fields);
+  void message(std::string_view text) const {
+    if (m_options.on_message) m_options.on_message(text);
+  }
+
+  void start_watcher();
+  void prime_scanner();
+  void scan_checkpoints(bool settle_now);
+  void commit(const CheckpointVerdict& verdict);
+  void apply_retention();
+  void pick_up_pins();
+
+  struct ResumePoint {
+    std::optional<std::string> id;
+    std::optional<std::string> path;
+  };
+  ResumePoint choose_resume_point();
+  Result<platform::ChildProcess> launch(const ResumePoint& resume);
+
+  // One life of the child; returns how it ended.
+  struct AttemptEnd {
+    Attempt attempt;
+    StopReason stop = StopReason::none;
+    bool drill_kill = false;
+    platform::ChildExit exit;
+  };
+  Result<AttemptEnd> supervise_child(platform::ChildProcess& child, const ResumePoint& resume);
+
+  void handle_notice(platform::ChildProcess& child, const PreemptionNotice& notice,
+                     StopReason reason = StopReason::preemption);
+  void request_save(platform::ChildProcess& child);
+  void begin_stop(platform::ChildProcess& child, SteadyClock::time_point kill_at);
+  void check_disk_after_failure();
+  std::optional<StopReason> wait_between_attempts(milliseconds delay);
+  SupervisorResult finish(Outcome outcome, std::string reason);
+
+  const SupervisorOptions& m_options;
+  JobSpec m_spec;
+  JobPaths m_paths;
+  Journal m_journal;
+  RotatingLog m_stdout_log;
+  RotatingLog m_stderr_log;
+  CheckpointScanner m_scanner;
+  JobState m_state;
+  NoticeInbox m_inbox;
+  std::unique_ptr<NoticeWatcher> m_watcher;
+  bool m_journal_failed = false;
+  std::string m_run_token;
+  int m_attempt_number = 0;
+  std::optional<SteadyClock::time_point> m_first_start;
+  std::vector<bool> m_drills_done;
+  std::chrono::microseconds m_child_cpu{0};
+  std::uint64_t m_child_peak_rss = 0;
+
+  // The notice being acted on while the child runs.
+  struct ActiveNotice {
+    PreemptionNotice notice;
+    SteadyClock::time_point received;
+    SteadyClock::time_point save_deadline;  // deadline minus the safety margin
+    std::size_t commits_at_notice = 0;
+    bool stop_after_save = true;  // false for advisories: save and keep running
+    StopReason reason = StopReason::preemption;
+    bool save_recorded = false;  // save_completed (and the acknowledgement) happen once per notice
+  };
+  std::optional<ActiveNotice> m_notice;
+  StopReason m_stopping = StopReason::none;
+  std::optional<SteadyClock::time_point> m_kill_at;
+  std::size_t m_commit_count = 0;
+};
+
+bool Supervisor::record(std::string_view type, json::Value fields) {
+  auto appended = m_journal.append(type, std::move(fields));
+  if (!appended) {
+    if (!m_journal_failed) message("cannot write the job journal: " + appended.error().message);
+    m_journal_failed = true;
+    return false;
+  }
+  m_journal_failed = false;
+  m_state = fold_journal(m_journal.contents().records);
+  if (m_options.on_record) m_options.on_record(**appended);
+  return true;
+}
+
+void Supervisor::start_watcher() {
+  std::string evidence;
+  std::optional<NoticeSource> cloud = watched_cloud(m_spec, evidence);
+  if (!cloud) return;
+  WatcherOptions options;
+  options.cloud = *cloud;
+  options.endpoint = m_spec.metadata_endpoint;
+  options.poll_interval = m_spec.poll_interval;
+  WatcherCallbacks callbacks;
+  callbacks.on_notice = [this](const PreemptionNotice& notice) { m_inbox.push(notice); };
+  // Trouble is reported from the watcher's thread; the journal belongs to this thread, so it
+  // travels as a pseudo-notice the loop turns into a watcher_trouble record.
+  callbacks.on_trouble = [this, source = *cloud](std::string_view text) {
+    PreemptionNotice trouble;
+    trouble.source = source;
+    trouble.kind = NoticeKind::advisory;
+    trouble.detail = std::string(text);
+    trouble.event_id = "\x01trouble";
+    m_inbox.push(std::move(trouble));
+  };
+  m_watcher = std::make_unique<NoticeWatcher>(options, callbacks);
+}
+
+// Checkpoints committed by an earlier supervisor that are unchanged on disk are not hashed
+// again; anything else on disk is found, validated and committed by the first scans.
+void Supervisor::prime_scanner() {
+  for (const auto& record : m_journal.contents().records) {
+    if (record.type != "checkpoint_committed") continue;
+    fs::path path = record.fields.get_string("path");
+    auto verdict = validate_checkpoint(path, ValidationDepth::structure);
+    if (!verdict || !verdict->valid) continue;
+    if (verdict->size_bytes != static_cast<std::uint64_t>(record.fields.get_int("size_bytes", -1))) continue;
+    if (journal_time(verdict->modified) != record.fields.get_string("modified")) continue;
+    m_scanner.mark_seen(path, *verdict);
+  }
+}
+
+void Supervisor::scan_checkpoints(bool settle_now) {
+  auto now = SteadyClock::now();
+  auto scanned = m_scanner.scan(now);
+  if (settle_now && scanned) {
+    // The child has exited: nothing is being written any more, so what is there has settled.
+    auto again = m_scanner.scan(now + m_spec.settle + milliseconds(1));
+    if (again) {
+      scanned->ready.insert(scanned->ready.end(), again->ready.begin(), again->ready.end());
+      scanned->rejected.insert(scanned->rejected.end(), again->rejected.begin(), again->rejected.end());
+    }
+  }
+  if (!scanned) {
+    message("scanning " + m_spec.checkpoint_location.string() + ": " + scanned.error().message);
+    return;
+  }
+  for (const auto& verdict : scanned->rejected) {
+    json::Value fields = json::Value::object();
+    fields["path"] = verdict.path.string();
+    fields["format"] = checkpoint_format_name(verdict.format);
+    fields["problem"] = verdict.problem;
+    record("checkpoint_rejected", std::move(fields));
+  }
+  for (const auto& verdict : scanned->ready) commit(verdict);
+  if (!scanned->ready.empty()) apply_retention();
+}
+
+void Supervisor::commit(const CheckpointVerdict& verdict) {
+  std::string path = verdict.path.string();
+  for (const auto& existing : m_state.checkpoints)
+    if (existing.path == path && existing.content_hash == verdict.content_hash &&
+        existing.status != CheckpointStatus::retired)
+      return;  // already committed (an earlier supervisor did, or the file was touched)
+
+  std::string snapshot;
+  if (wants_snapshot(m_options.snapshots, verdict)) {
+    auto copied = take_snapshot(verdict, m_paths.snapshots());
+    if (copied) {
+      snapshot = copied->string();
+    } else {
+      message("could not copy " + path + " into the job's snapshots: " + copied.error().message +
+              " (committing it without a copy)");
+    }
+  }
+
+  json::Value fields = json::Value::object();
+  fields["path"] = path;
+  fields["snapshot"] = snapshot;
+  fields["format"] = checkpoint_format_name(verdict.format);
+  fields["size_bytes"] = verdict.size_bytes;
+  fields["content_hash"] = verdict.content_hash;
+  fields["step"] = verdict.step ? json::Value(*verdict.step) : json::Value();
+  fields["modified"] = journal_time(verdict.modified);
+  if (!record("checkpoint_committed", std::move(fields))) {
+    // Not durable, so not committed: forget it so the next scan tries again.
+    m_scanner.forget(verdict.path);
+    return;
+  }
+  ++m_commit_count;
+  if (m_notice && !m_notice->save_recorded && m_commit_count > m_notice->commits_at_notice) {
+    m_notice->save_recorded = true;
+    const std::string id = m_state.checkpoints.back().id;
+    json::Value done = json::Value::object();
+    done["id"] = id;
+    done["duration_ms"] = to_ms(SteadyClock::now() - m_notice->received);
+    record("save_completed", std::move(done));
+    if (m_watcher && !m_notice->notice.event_id.empty()) {
+      auto acknowledged = m_watcher->acknowledge(m_notice->notice);
+      json::Value ack = json::Value::object();
+      ack["source"] = notice_source_name(m_notice->notice.source);
+      ack["event_id"] = m_notice->notice.event_id;
+      if (acknowledged) {
+        record("notice_acknowledged", std::move(ack));
+      } else {
+        message("could not acknowledge the notice: " + acknowledged.error().message);
+      }
+    }
+  }
+}
+
+void Supervisor::pick_up_pins() {
+  std::error_code ec;
+  fs::path pins = m_paths.dir / "pins";
+  if (!fs::is_directory(pins, ec)) return;
+  for (const auto& entry : fs::directory_iterator(pins, ec)) {
+    std::string id = entry.path().filename().string();
+    bool known = std::any_of(m_state.checkpoints.begin(), m_state.checkpoints.end(),
+                             [&](const CommittedCheckpoint& c) { return c.id == id && !c.pinned; });
+    if (known) {
+      json::Value fields = json::Value::object();
+      fields["id"] = id;
+      if (!record("checkpoint_pinned", std::move(fields))) continue;
+    }
+    fs::remove(entry.path(), ec);
+  }
+}
+
+// Keeps the newest `keep` committed checkpoints (pinned ones are kept on top) and deletes the
+// rest: the trainer's file or directory and gpuhost's snapshot. Only paths inside the checkpoint
+// location are ever deleted.
+void Supervisor::apply_retention() {
+  pick_up_pins();
+  if (m_spec.keep <= 0) return;
+  std::vector<const CommittedCheckpoint*> live;
+  for (const auto& c : m_state.checkpoints)
+    if (c.status == CheckpointStatus::committed && !c.pinned) live.push_back(&c);
+  if (live.size() <= static_cast<std::size_t>(m_spec.keep)) return;
+  std::vector<CommittedCheckpoint> doomed;
+  for (std::size_t i = 0; i + static_cast<std::size_t>(m_spec.keep) < live.size(); ++i) doomed.push_back(*live[i]);
+
+  std::error_code ec;
+  const fs::path root = fs::weakly_canonical(m_spec.checkpoint_location, ec);
+  for (const auto& c : doomed) {
+    fs::path path = fs::weakly_canonical(c.path, ec);
+    auto [root_end, path_it] = std::mismatch(root.begin(), root.end(), path.begin(), path.end());
+    bool inside = root_end == root.end() && path != root;
+    // A file rewritten in place (last.pt) is still the trainer's newest: only its snapshot goes.
+    bool shared_path = std::any_of(m_state.checkpoints.begin(), m_state.checkpoints.end(), [&](const auto& other) {
+      return other.id != c.id && other.path == c.path && other.status == CheckpointStatus::committed &&
+             std::none_of(doomed.begin(), doomed.end(), [&](const auto& d) { return d.id == other.id; });
+    });
+    if (inside && !shared_path) {
+      fs::remove_all(path, ec);
+      m_scanner.forget(path);
+    }
+    if (!c.snapshot.empty()) fs::remove(c.snapshot, ec);
+    json::Value fields = json::Value::object();
+    fields["id"] = c.id;
+    fields["reason"] = "retention (keep " + std::to_string(m_spec.keep) + ")";
+    record("checkpoint_retired", std::move(fields));
+  }
+}
+
+// The newest committed checkpoint whose bytes still hash to what was committed; each one that
+// fails is marked bad (with the reason) and never offered again.
+Supervisor::ResumePoint Supervisor::choose_resume_point() {
+  for (;;) {
+    auto candidates = resume_candidates(m_state);
+    if (candidates.empty()) return {};
+    const CommittedCheckpoint c = *candidates.front();
+    std::string problem;
+    for (const std::string& path : {c.path, c.snapshot}) {
+      if (path.empty()) continue;
+      auto verdict = validate_checkpoint(path, ValidationDepth::full);
+      if (!verdict) {
+        problem = verdict.error().message;
+      } else if (!verdict->valid) {
+        problem = verdict->problem;
+      } else if (verdict->content_hash != c.content_hash) {
+        problem = "its content changed since it was committed (" + verdict->content_hash + ", committed " +
+                  c.content_hash + ")";
+      } else {
+        return {c.id, path};
+      }
+    }
+    json::Value fields = json::Value::object();
+    fields["id"] = c.id;
+    fields["reason"] = "re-validation before resume failed: " + problem;
+    if (!record("checkpoint_bad", std::move(fields))) return {};  // cannot record: resume from nothing
+  }
+}
+
+Result<platform::ChildProcess> Supervisor::launch(const ResumePoint& resume) {
+  auto argv = GPUHOST_TRY(resume_command(m_spec.command, m_spec.preset, resume.path));
+  platform::ChildOptions child;
+  child.argv = argv;
+  child.working_directory = m_spec.working_directory;
+  child.environment = m_spec.environment;
+  auto set = [&](std::string name, std::string value) { child.environment.emplace_back(std::move(name), std::move(value)); };
+  ++m_attempt_number;
+  m_run_token = random_token();
+  set("GPUHOST_JOB", m_spec.name);
+  set("GPUHOST_JOB_DIR", m_paths.dir.string());
+  set(k_run_token_variable, m_run_token);
+  set("GPUHOST_ATTEMPT", std::to_string(m_state.child_starts + 1));
+  if (resume.path) set("GPUHOST_RESUME_FROM", *resume.path);
+  if (m_spec.save_request == JobSpec::SaveRequest::file || m_spec.save_request == JobSpec::SaveRequest::both)
+    set("GPUHOST_SAVE_REQUEST", m_paths.save_request().string());
+  // Python buffers stdout when it is a pipe: without this the console shows nothing for minutes.
+  if (!platform::get_env("PYTHONUNBUFFERED")) set("PYTHONUNBUFFERED", "1");
+  child.on_output = [this](platform::OutputStream stream, std::string_view chunk) {
+    (stream == platform::OutputStream::out ? m_stdout_log : m_stderr_log).write(chunk);
+    if (m_options.echo) m_options.echo(stream, chunk);
+  };
+  std::error_code ec;
+  fs::remove(m_paths.save_request(), ec);
+
+  auto spawned = platform::ChildProcess::spawn(child);
+  if (!spawned) return std::unexpected(spawned.error());
+  json::Value fields = json::Value::object();
+  fields["pid"] = spawned->pid();
+  fields["attempt"] = m_state.child_starts + 1;
+  fields["run_token"] = m_run_token;
+  fields["command"] = string_array(argv);
+  fields["resume_from"] = resume.id ? json::Value(*resume.id) : json::Value();
+  fields["resume_path"] = resume.path ? json::Value(*resume.path) : json::Value();
+  record("child_started", std::move(fields));
+  if (!m_first_start) m_first_start = SteadyClock::now();
+  return spawned;
+}
+
+void Supervisor::request_save(platform::ChildProcess& child) {
+  json::Value fields = json::Value::object();
+  const bool by_file = m_spec.save_request == JobSpec::SaveRequest::file || m_spec.save_request == JobSpec::SaveRequest::both;
+  const bool by_signal =
+      m_spec.save_request == JobSpec::SaveRequest::signal || m_spec.save_request == JobSpec::SaveRequest::both;
+  if (by_file) {
+    json::Value request = json::Value::object();
+    request["source"] = notice_source_name(m_notice->notice.source);
+    request["deadline"] = journal_time(m_notice->notice.deadline);
+    auto written = platform::write_file_atomic(m_paths.save_request(), json::dump(request) + "\n");
+    if (!written) message("could not write the save request file: " + written.error().message);
+    fields["method"] = by_signal ? "both" : "file";
+  } else {
+    fields["method"] = "signal";
+  }
+  if (by_signal) {
+    fields["signal"] = platform::child_signal_name(m_spec.save_signal);
+    auto sent = child.send(m_spec.save_signal);
+    if (!sent) message(std::string("could not send ") + platform::child_signal_name(m_spec.save_signal) + ": " + sent.error().message);
+  }
+  record("save_requested", std::move(fields));
+}
+
+void Supervisor::begin_stop(platform::ChildProcess& child, SteadyClock::time_point kill_at) {
+  if (m_kill_at) {
+    m_kill_at = std::min(*m_kill_at, kill_at);
+    return;
+  }
+  auto sent = child.send(m_spec.stop_signal);
+  if (!sent) {
+    message(std::string("could not send ") + platform::child_signal_name(m_spec.stop_signal) + ": " +
+            sent.error().message + "; killing the trainer");
+    kill_at = SteadyClock::now();
+  }
+  m_kill_at = kill_at;
+}
+
+void Supervisor::handle_notice(platform::ChildProcess& child, const PreemptionNotice& notice, StopReason reason) {
+  if (notice.event_id == "\x01trouble") {
+    json::Value fields = json::Value::object();
+    fields["source"] = notice_source_name(notice.source);
+    fields["message"] = notice.detail;
+    record("watcher_trouble", std::move(fields));
+    return;
+  }
+  json::Value fields = json::Value::object();
+  fields["source"] = notice_source_name(notice.source);
+  fields["kind"] = notice.kind == NoticeKind::advisory ? "advisory" : "preemption";
+  fields["deadline"] = journal_time(notice.deadline);
+  fields["detail"] = notice.detail;
+  fields["event_id"] = notice.event_id;
+  record("notice", std::move(fields));
+
+  const auto now = SteadyClock::now();
+  const auto remaining = notice.deadline - SystemClock::now();
+  const auto save_deadline = now + duration_cast<SteadyClock::duration>(remaining) - m_spec.safety_margin;
+  const bool preemption = notice.kind == NoticeKind::preemption;
+
+  if (m_notice && m_notice->stop_after_save) {
+    // Already saving for a preemption: a later notice can only bring the deadline forward.
+    m_notice->save_deadline = std::min(m_notice->save_deadline, save_deadline);
+    return;
+  }
+  m_notice = ActiveNotice{notice, now, save_deadline, m_commit_count, preemption, reason};
+  if (m_spec.save_request == JobSpec::SaveRequest::none) {
+    if (preemption) {
+      m_stopping = reason;
+      begin_stop(child, std::max(now, save_deadline));
+    }
+    return;
+  }
+  request_save(child);
+}
+
+Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProcess& child, const ResumePoint& resume) {
+  AttemptEnd end;
+  end.attempt.resumed_from = resume.id;
+  const auto started = SteadyClock::now();
+  auto next_scan = started;
+  bool drill_kill = false;
+  m_notice.reset();
+  m_stopping = StopReason::none;
+  m_kill_at.reset();
+
+  for (;;) {
+    auto exited = child.wait_for(milliseconds(100));
+    if (!exited) return std::unexpected(exited.error());
+    if (*exited) {
+      end.exit = **exited;
+      break;
+    }
+    const auto now = SteadyClock::now();
+
+    while (auto request = platform::wait_termination_request(milliseconds(0))) {
+      if (m_stopping != StopReason::none && *request == platform::TerminationRequest::interrupt) {
+        message("second interrupt: killing the trainer now");
+        m_kill_at = now;
+        continue;
+      }
+      PreemptionNotice notice;
+      notice.source = NoticeSource::signal;
+      notice.detail = platform::termination_request_name(*request);
+      notice.deadline = SystemClock::now() + default_lead_time(NoticeSource::signal);
+      handle_notice(child, notice,
+                    *request == platform::TerminationRequest::interrupt ? StopReason::user_stop : StopReason::preemption);
+    }
+
+    while (auto notice = m_inbox.pop()) handle_notice(child, *notice);
+
+    for (std::size_t i = 0; i < m_options.drills.size(); ++i) {
+      if (m_drills_done[i] || now - *m_first_start < m_options.drills[i].at) continue;
+      m_drills_done[i] = true;
+      const Drill& drill = m_options.drills[i];
+      json::Value fields = json::Value::object();
+      fields["action"] = drill.action == Drill::Action::kill ? "kill" : "preempt";
+      fields["at_s"] = std::chrono::duration<double>(drill.at).count();
+      record("drill", std::move(fields));
+      if (drill.action == Drill::Action::kill) {
+        drill_kill = true;
+        child.kill_tree();
+      } else {
+        PreemptionNotice notice;
+        notice.source = NoticeSource::drill;
+        notice.deadline = SystemClock::now() + drill.lead;
+        notice.detail = "drill preempt@" + seconds_text(drill.at);
+        handle_notice(child, notice);
+      }
+    }
+
+    if (now >= next_scan) {
+      scan_checkpoints(false);
+      next_scan = now + m_options.scan_interval;
+    }
+
+    if (m_notice && m_stopping == StopReason::none) {
+      const bool saved = m_commit_count > m_notice->commits_at_notice;
+      if (saved && !m_notice->stop_after_save) {
+        m_notice.reset();  // advisory handled: the checkpoint is in, training goes on
+      } else if (saved) {
+        m_stopping = m_notice->reason;
+        begin_stop(child, std::max(now + m_spec.stop_grace, now));
+      } else if (now >= m_notice->save_deadline) {
+        json::Value fields = json::Value::object();
+        fields["waited_ms"] = to_ms(now - m_notice->received);
+        record("save_timed_out", std::move(fields));
+        if (m_notice->stop_after_save) {
+          m_stopping = m_notice->reason;
+          // What is left of the margin goes to a graceful stop, then the tree is killed.
+          begin_stop(child, now + std::min<SteadyClock::duration>(m_spec.stop_grace, m_spec.safety_margin / 2));
+        } else {
+          m_notice.reset();
+        }
+      }
+    }
+    if (m_kill_at && now >= *m_kill_at) {
+      child.kill_tree();
+      m_kill_at = SteadyClock::time_point::max();
+    }
+  }
+
+  end.attempt.ran_for = duration_cast<milliseconds>(SteadyClock::now() - started);
+  m_child_cpu += end.exit.cpu_time;
+  m_child_peak_rss = std::max(m_child_peak_rss, end.exit.peak_rss_bytes);
+  scan_checkpoints(true);
+
+  // A notice that arrived while the child was ending on its own still ends this run: the machine
+  // is going away either way.
+  if (m_stopping == StopReason::none && m_notice && m_notice->stop_after_save) m_stopping = m_notice->reason;
+  end.stop = m_stopping;
+  end.drill_kill = drill_kill;
+  end.attempt.succeeded = end.exit.succeeded() && end.stop == StopReason::none;
+  end.attempt.preempted = end.stop != StopReason::none;
+
+  std::string cause = end.stop == StopReason::preemption ? "preempted"
+                      : end.stop == StopReason::user_stop ? "stopped"
+                      : drill_kill                        ? "drill_kill"
+                      : end.exit.succeeded()              ? "success"
+                                                          : "crash";
+  json::Value fields = json::Value::object();
+  fields["pid"] = child.pid();
+  fields["exit_code"] = end.exit.exit_code;
+  fields["signaled"] = end.exit.signaled;
+  fields["signal"] = end.exit.signal;
+  fields["description"] = end.exit.describe();
+  fields["ran_for_ms"] = end.attempt.ran_for.count();
+  fields["cause"] = cause;
+  record("child_exited", std::move(fields));
+  return end;
+}
+
+void Supervisor::check_disk_after_failure() {
+  std::error_code ec;
+  fs::path where = m_spec.checkpoint_location;
+  while (!where.empty() && !fs::exists(where, ec)) where = where.parent_path();
+  if (where.empty()) return;
+  auto space = platform::disk_space(where);
+  if (!space) return;
+  std::uint64_t newest = 0;
+  if (!m_state.checkpoints.empty()) newest = m_state.checkpoints.back().size_bytes;
+  if (space->available_bytes >= std::max(k_low_disk_bytes, newest)) return;
+  json::Value fields = json::Value::object();
+  fields["path"] = where.string();
+  fields["available_bytes"] = space->available_bytes;
+  record("disk_low", std::move(fields));
+}
+
+// Sleeps out a restart backoff, still answering SIGTERM/Ctrl-C and notices (there is no child
+// to save, so either ends the run at once).
+std::optional<StopReason> Supervisor::wait_between_attempts(milliseconds delay) {
+  const auto until = SteadyClock::now() + delay;
+  for (;;) {
+    auto now = SteadyClock::now();
+    if (now >= until) return std::nullopt;
+    auto request = platform::wait_termination_request(std::min<milliseconds>(duration_cast<milliseconds>(until - now), milliseconds(100)));
+    if (request) return *request == platform::TerminationRequest::interrupt ? StopReason::user_stop : StopReason::preemption;
+    while (auto notice = m_inbox.pop()) {
+      if (notice->event_id == "\x01trouble" || notice->kind != NoticeKind::preemption) continue;
+      json::Value fields = json::Value::object();
+      fields["source"] = notice_source_name(notice->source);
+      fields["kind"] = "preemption";
+      fields["deadline"] = journal_time(notice->deadline);
+      fields["detail"] = notice->detail;
+      fields["event_id"] = notice->event_id;
+      record("notice", std::move(fields));
+      return StopReason::preemption;
+    }
+  }
+}
+
+SupervisorResult Supervisor::finish(Outcome outcome, std::string reason) {
+  platform::ResourceUsage self = platform::self_resource_usage();
+  json::Value fields = json::Value::object();
+  fields["outcome"] = outcome_name(outcome);
+  fields["reason"] = reason;
+  fields["supervisor_cpu_ms"] = self.cpu_time.count() / 1000;
+  fields["supervisor_peak_rss_bytes"] = self.peak_rss_bytes;
+  fields["child_cpu_ms"] = m_child_cpu.count() / 1000;
+  fields["child_peak_rss_bytes"] = m_child_peak_rss;
+  record("supervisor_stopped", std::move(fields));
+  platform::notify_shutdown_complete();
+  SupervisorResult result;
+  result.outcome = outcome;
+  result.reason = std::move(reason);
+  result.job_name = m_spec.name;
+  result.job_dir = m_paths.dir;
+  result.state = m_state;
+  return result;
+}
+
+Result<SupervisorResult> Supervisor::run() {
+  if (m_journal.contents().records.empty()) {
+    json::Value fields = json::Value::object();
+    fields["name"] = m_spec.name;
+    fields["command"] = string_array(m_spec.command);
+    fields["checkpoint_location"] = m_spec.checkpoint_location.string();
+    if (!record("job_created", std::move(fields))) return make_error(ErrorCode::io_error, "cannot write the job journal in " + m_paths.dir.string());
+  }
+  const bool after_crash = m_state.supervisor_pid.has_value();
+  int leftovers = 0;
+  if (!m_state.run_token.empty()) leftovers = platform::kill_processes_with_environment(k_run_token_variable, m_state.run_token);
+
+  std::string evidence;
+  json::Value started = json::Value::object();
+  started["pid"] = platform::current_process_id();
+  auto cloud = watched_cloud(m_spec, evidence);
+  started["cloud"] = cloud ? notice_source_name(*cloud) : "none";
+  started["after_crash"] = after_crash;
+  if (!record("supervisor_started", std::move(started)))
+    return make_error(ErrorCode::io_error, "cannot write the job journal in " + m_paths.dir.string());
+  if (leftovers > 0) {
+    json::Value fields = json::Value::object();
+    fields["count"] = leftovers;
+    record("leftovers_killed", std::move(fields));
+  }
+
+  platform::install_termination_handlers();
+  start_watcher();
+  prime_scanner();
+  m_drills_done.assign(m_options.drills.size(), false);
+  // No trainer of ours runs yet (leftovers were killed above), so what is on disk has settled:
+  // checkpoints written before this run (by a trainer run without gpuhost, or in the last
+  // moments before a supervisor was killed) are committed now and can be resumed from, instead
+  // of being found only after a fresh start has overwritten them.
+  scan_checkpoints(true);
+
+  std::vector<Attempt> history;
+  for (;;) {
+    ResumePoint resume = choose_resume_point();
+    auto child = launch(resume);
+    if (!child) {
+      json::Value fields = json::Value::object();
+      fields["reason"] = child.error().message;
+      record("gave_up", std::move(fields));
+      return finish(Outcome::failed, "the trainer could not be started: " + child.error().message);
+    }
+    auto end = supervise_child(*child, resume);
+    if (!end) {
+      child->kill_tree();
+      return finish(Outcome::failed, "lost track of the trainer: " + end.error().message);
+    }
+    if (end->stop == StopReason::preemption) return finish(Outcome::preempted, "stopped for a preemption notice");
+    if (end->stop == StopReason::user_stop) return finish(Outcome::stopped, "stopped on request");
+    if (end->attempt.succeeded) return finish(Outcome::finished, "the trainer finished");
+
+    history.push_back(end->attempt);
+    check_disk_after_failure();
+    RestartDecision decision = decide_restart(m_spec.restart, history);
+    if (decision.mark_bad) {
+      json::Value fields = json::Value::object();
+      fields["id"] = *decision.mark_bad;
+      fields["reason"] = decision.reason;
+      record("checkpoint_bad", std::move(fields));
+    }
+    if (decision.action != RestartDecision::Action::restart) {
+      json::Value fields = json::Value::object();
+      fields["reason"] = decision.reason;
+      record("gave_up", std::move(fields));
+      return finish(Outcome::failed, decision.reason);
+    }
+    json::Value fields = json::Value::object();
+    fields["delay_ms"] = decision.delay.count();
+    fields["reason"] = decision.reason;
+    record("restart_scheduled", std::move(fields));
+    if (auto stop = wait_between_attempts(decision.delay)) {
+      return *stop == StopReason::user_stop ? finish(Outcome::stopped, "stopped on request while waiting to restart")
+                                            : finish(Outcome::preempted, "preempted while waiting to restart");
+    }
+  }
+}
+
+}  // namespace
+
+const char* outcome_name(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::finished: return "finished";
+    case Outcome::preempted: return "preempted";
+    case Outcome::failed: return "failed";
+    case Outcome::stopped: return "stopped";
+  }
+  return "failed";
+}
+
+Result<Drill> parse_drill(std::string_view text) {
+  auto usage = [&] {
+    return make_error(ErrorCode::invalid_argument,
+                      "bad drill '" + std::string(text) + "': use preempt@SECONDS[/DEADLINE_SECONDS] or kill@SECONDS");
+  };
+  auto at = text.find('@');
+  if (at == std::string_view::npos) return usage();
+  Drill drill;
+  std::string_view action = text.substr(0, at);
+  if (action == "preempt") {
+    drill.action = Drill::Action::preempt;
+  } else if (action == "kill") {
+    drill.action = Drill::Action::kill;
+  } else {
+    return usage();
+  }
+  std::string_view rest = text.substr(at + 1);
+  std::string_view lead;
+  if (auto slash = rest.find('/'); slash != std::string_view::npos) {
+    if (drill.action != Drill::Action::preempt) return usage();
+    lead = rest.substr(slash + 1);
+    rest = rest.substr(0, slash);
+  }
+  auto seconds = parse_double(rest);
+  if (!seconds || *seconds < 0 || !std::isfinite(*seconds)) return usage();
+  drill.at = milliseconds(static_cast<std::int64_t>(std::llround(*seconds * 1000)));
+  if (!lead.empty()) {
+    auto lead_seconds = parse_double(lead);
+    if (!lead_seconds || *lead_seconds < 1 || !std::isfinite(*lead_seconds)) return usage();
+    drill.lead = std::chrono::seconds(static_cast<std::int64_t>(std::llround(*lead_seconds)));
+  }
+  return drill;
+}
+
+Result<SupervisorResult> run_supervisor(const SupervisorOptions& options) {
+  JobSpec spec = options.spec;
+  if (spec.name.empty()) spec.name = default_job_name(spec);
+  if (auto valid = validate_job_spec(spec); !valid) return std::unexpected(valid.error());
+  std::error_code ec;
+  if (spec.checkpoint_location.is_relative()) spec.checkpoint_location = fs::absolute(spec.checkpoint_location, ec);
+
+  JobPaths paths = job_paths(options.jobs_root, spec.name);
+  fs::create_directories(paths.logs(), ec);
+  if (ec) return make_error(ErrorCode::io_error, "creating the job directory " + paths.dir.string() + ": " + ec.message());
+  fs::create_directories(paths.snapshots(), ec);
+
+  auto lock = platform::FileLock::try_lock(paths.lock());
+  if (!lock) {
+    if (lock.error().code == ErrorCode::unavailable)
+      return make_error(ErrorCode::unavailable, "job '" + spec.name + "' is already supervised by another gpuhost run (" +
+                                                    paths.lock().string() + " is locked)");
+    return std::unexpected(lock.error());
+  }
+  auto journal = GPUHOST_TRY(Journal::open(paths.journal()));
+  auto spec_written = platform::write_file_atomic(paths.spec(), job_spec_to_json(spec));
+  if (!spec_written) return std::unexpected(with_context(spec_written.error(), "saving the job spec"));
+
+  Supervisor supervisor(options, spec, paths, std::move(journal));
+  return supervisor.run();
+}
+
+}  // namespace gpuhost::supervise

@@ -1,0 +1,78 @@
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+#include "supervise/job.h"
+#include "supervise/job_state.h"
+#include "supervise/journal.h"
+#include "supervise/notice.h"
+
+namespace gpuhost::supervise {
+
+// A rehearsal: `preempt@T[/D]` delivers a preemption notice T seconds after the first child
+// start with a deadline D seconds later (default 30, the shortest any cloud gives); `kill@T`
+// SIGKILLs the child's whole tree at T, as a crash or an OOM kill would.
+struct Drill {
+  enum class Action { preempt, kill } action = Action::preempt;
+  std::chrono::milliseconds at{0};
+  std::chrono::seconds lead{30};
+};
+
+// Parses "preempt@30", "preempt@12.5/20", "kill@8". invalid_argument with the accepted forms.
+[[nodiscard]] Result<Drill> parse_drill(std::string_view text);
+
+// What to do with single-file checkpoints the trainer may rewrite in place (YOLO last.pt,
+// Lightning last.ckpt): `automatic` copies a committed file into the job's snapshots/ when its
+// name carries no step number (so rewriting it cannot destroy the last good one), `always`
+// copies every single-file checkpoint, `never` copies nothing.
+enum class SnapshotPolicy { automatic, always, never };
+
+enum class Outcome {
+  finished,   // the trainer exited 0
+  preempted,  // a notice or SIGTERM: checkpoint saved (or the newest kept), child stopped; resumable
+  failed,     // restarts exhausted or the trainer cannot start
+  stopped,    // Ctrl-C: saved and stopped on the user's request
+};
+[[nodiscard]] const char* outcome_name(Outcome outcome);
+
+struct SupervisorOptions {
+  JobSpec spec;
+  std::filesystem::path jobs_root;
+  std::vector<Drill> drills;
+  SnapshotPolicy snapshots = SnapshotPolicy::automatic;
+  // How often the checkpoint location is scanned.
+  std::chrono::milliseconds scan_interval{std::chrono::milliseconds(500)};
+  // The trainer's output; default: straight to our stdout / stderr. Called from reader threads.
+  platform::OutputHandler echo;
+  // Every journal record as it is appended (for the console). Called from the supervisor's
+  // thread.
+  std::function<void(const JournalRecord&)> on_record;
+  // One-line messages that are not journal records ("waiting 2 s before restart 3/10").
+  std::function<void(std::string_view)> on_message;
+};
+
+struct SupervisorResult {
+  Outcome outcome = Outcome::failed;
+  std::string reason;
+  std::string job_name;
+  std::filesystem::path job_dir;
+  JobState state;  // folded from the journal at the end
+};
+
+// Runs the job to an outcome: takes the job's lock, replays its journal, kills leftovers of a
+// previous supervisor, resumes from the newest checkpoint that re-validates, supervises the child
+// (checkpoints, notices, drills, SIGTERM/SIGINT, restarts with backoff and crash-loop rollback)
+// and journals every step. Errors are for what stops it from supervising at all: the job is
+// locked by another supervisor (unavailable), the job directory or journal cannot be written,
+// a bad spec. Installs the process's termination handlers; call from the main thread, once at a
+// time per process.
+[[nodiscard]] Result<SupervisorResult> run_supervisor(const SupervisorOptions& options);
+
+}  // namespace gpuhost::supervise
