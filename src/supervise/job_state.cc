@@ -121,9 +121,9 @@ void fold_restart_scheduled(JobState& state, const JournalRecord& record) {
     state.events.back().summary += "; restart in " + delay;
     return;
   }
-  std::string summary = "restart in " + delay;
-  if (std::string reason = record.fields.get_string("reason"); !reason.empty()) summary += ": " + reason;
-  add_event(state, record, std::move(summary));
+  // The reason already names the delay ("restart 2 of 10 in 2 s").
+  std::string reason = record.fields.get_string("reason");
+  add_event(state, record, reason.empty() ? "restart in " + delay : reason);
 }
 
 std::optional<JobPhase> phase_of_outcome(std::string_view outcome) {
@@ -215,7 +215,11 @@ void fold_record(JobState& state, const JournalRecord& record) {
     add_event(state, record, "gave up: " + f.get_string("reason"));
   } else if (type == "drill") {
     std::string summary = "drill: " + f.get_string("action");
-    if (auto at = optional_int(f, "at_s")) summary += " at " + std::to_string(*at) + " s";
+    if (const json::Value* at = f.find("at_s"); at && at->is_number()) {
+      char text[32];
+      std::snprintf(text, sizeof text, " at %g s", at->as_number());
+      summary += text;
+    }
     add_event(state, record, std::move(summary));
   } else if (type == "disk_low") {
     add_event(state, record,

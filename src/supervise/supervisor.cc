@@ -172,7 +172,10 @@ class Supervisor {
     PreemptionNotice notice;
     SteadyClock::time_point received;
     SteadyClock::time_point save_deadline;  // deadline minus the safety margin
-    std::size_t commits_at_notice = 0;
+    // A checkpoint counts as the requested save only if it was last written after this (less a
+    // second of timestamp slack): a periodic one written before the notice and committed after
+    // it (the settle delay) is older than what the trainer was asked for.
+    SystemClock::time_point received_wall;
     bool stop_after_save = true;  // false for advisories: save and keep running
     StopReason reason = StopReason::preemption;
     bool save_recorded = false;  // save_completed (and the acknowledgement) happen once per notice
@@ -180,7 +183,6 @@ class Supervisor {
   std::optional<ActiveNotice> m_notice;
   StopReason m_stopping = StopReason::none;
   std::optional<SteadyClock::time_point> m_kill_at;
-  std::size_t m_commit_count = 0;
 };
 
 bool Supervisor::record(std::string_view type, json::Value fields) {
@@ -229,6 +231,7 @@ void Supervisor::prime_scanner() {
     if (!verdict || !verdict->valid) continue;
     if (verdict->size_bytes != static_cast<std::uint64_t>(record.fields.get_int("size_bytes", -1))) continue;
     if (journal_time(verdict->modified) != record.fields.get_string("modified")) continue;
+    verdict->content_hash = record.fields.get_string("content_hash");  // structure depth has none
     m_scanner.mark_seen(path, *verdict);
   }
 }
@@ -290,8 +293,7 @@ void Supervisor::commit(const CheckpointVerdict& verdict) {
     m_scanner.forget(verdict.path);
     return;
   }
-  ++m_commit_count;
-  if (m_notice && !m_notice->save_recorded && m_commit_count > m_notice->commits_at_notice) {
+  if (m_notice && !m_notice->save_recorded && verdict.modified >= m_notice->received_wall) {
     m_notice->save_recorded = true;
     const std::string id = m_state.checkpoints.back().id;
     json::Value done = json::Value::object();
@@ -496,7 +498,7 @@ void Supervisor::handle_notice(platform::ChildProcess& child, const PreemptionNo
     m_notice->save_deadline = std::min(m_notice->save_deadline, save_deadline);
     return;
   }
-  m_notice = ActiveNotice{notice, now, save_deadline, m_commit_count, preemption, reason};
+  m_notice = ActiveNotice{notice, now, save_deadline, SystemClock::now() - std::chrono::seconds(1), preemption, reason};
   if (m_spec.save_request == JobSpec::SaveRequest::none) {
     if (preemption) {
       m_stopping = reason;
@@ -568,7 +570,7 @@ Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProces
     }
 
     if (m_notice && m_stopping == StopReason::none) {
-      const bool saved = m_commit_count > m_notice->commits_at_notice;
+      const bool saved = m_notice->save_recorded;
       if (saved && !m_notice->stop_after_save) {
         m_notice.reset();  // advisory handled: the checkpoint is in, training goes on
       } else if (saved) {

@@ -144,11 +144,14 @@ void say(const std::string& line) {
 
 #ifdef _WIN32
 BOOL WINAPI on_console_event(DWORD event) {
-  if (event == CTRL_BREAK_EVENT) {
+  // Both group-targetable console events ask for a save: gpuhost sends CTRL_BREAK, which Wine 8
+  // cannot deliver, so under Wine its fallback sends the one event wineserver implements, CTRL_C
+  // (platform/child_process_win32.cc). On real Windows CTRL_C cannot reach a process group.
+  if (event == CTRL_BREAK_EVENT || event == CTRL_C_EVENT) {
     if (!g_ignore_save_requests.load()) g_save_requested.store(1);
     return TRUE;
   }
-  g_stop_exit_code.store(k_exit_sigint);  // CTRL_C, close, logoff, shutdown
+  g_stop_exit_code.store(k_exit_sigint);  // close, logoff, shutdown
   return TRUE;
 }
 

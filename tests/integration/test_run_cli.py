@@ -1,0 +1,925 @@
+"""`gpuhost run` end to end on Linux: real trainers (tests/integration/trainers), real signals, the
+fake cloud metadata service (tests/fake_metadata/server.py), and the faults the supervisor exists
+for: a trainer killed mid-run, preemption notices from every cloud and from SIGTERM, a trainer that
+ignores the save request, truncated and corrupted checkpoints, crash loops, a full disk, the
+supervisor itself killed with SIGKILL, and a second supervisor on the same job.
+
+The trainers are deterministic, so "resumed correctly" is checked the strict way: the final
+weights of an interrupted-and-resumed run must equal, byte for byte, those of an uninterrupted
+run. The only time comparisons are the ones the feature promises: a checkpoint saved for a notice
+is committed before the notice's deadline (deadlines here are >= 15 s away, so a loaded machine
+does not flake). Standard library only; the PyTorch tests run Debian's python3-torch under
+/usr/bin/python3 and are skipped where it is missing."""
+import datetime
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import unittest
+import urllib.request
+import zlib
+
+from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STDLIB_TRAINER = os.path.join(HERE, "trainers", "stdlib_trainer.py")
+TORCH_TRAINER = os.path.join(HERE, "trainers", "torch_trainer.py")
+NATIVE_TRAINER = os.environ.get("GPUHOST_NATIVE_TRAINER", "")
+METADATA_SERVER = os.path.join(HERE, "..", "fake_metadata", "server.py")
+PYTHON = sys.executable
+SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's python3-torch is installed for this one only
+
+# Short timings: checkpoints settle in 0.2 s, restarts wait 0.1 s, metadata is polled every 0.2 s.
+FAST = ["--settle", "0.2", "--backoff", "0.1", "--max-backoff", "0.2", "--poll-interval", "0.2", "--quiet"]
+SIZE = 256  # stdlib trainer weights
+
+
+def torch_available():
+    if not os.path.exists(SYSTEM_PYTHON):
+        return False
+    return subprocess.run([SYSTEM_PYTHON, "-c", "import torch"], capture_output=True).returncode == 0
+
+
+def parse_time(text):
+    """A journal time (RFC 3339 UTC with milliseconds) as an aware datetime."""
+    return datetime.datetime.strptime(text.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z")
+
+
+def read_journal(path):
+    """The records of a journal, each framing checked (doc/journal.md): length, CRC-32, JSON."""
+    records = []
+    with open(path, "rb") as f:
+        for number, line in enumerate(f.read().split(b"\n")[:-1], 1):
+            length, crc, body = line.split(b" ", 2)
+            if int(length) != len(body) or int(crc, 16) != zlib.crc32(body):
+                raise AssertionError("journal line %d: bad framing: %r" % (number, line[:200]))
+            records.append(json.loads(body))
+    return records
+
+
+def step_of(path):
+    """The step in a trainer's checkpoint name: ckpt-000025.pt, checkpoint-20 (gpuhost itself reads
+    no step from "ckpt-N" names: only "step"/"iter" words and HF's checkpoint-N count)."""
+    return int(re.findall(r"\d+", os.path.basename(path))[-1])
+
+
+def alive(pid):
+    """Whether `pid` runs (a zombie nobody reaped yet counts as dead)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+_references = {}
+
+
+def reference_state(steps, size=SIZE):
+    """Final weights of an uninterrupted stdlib-trainer run of `steps` steps (computed once)."""
+    key = ("stdlib", steps, size)
+    if key not in _references:
+        directory = os.path.join(TMP, "run-cli", "reference-stdlib-%d-%d" % (steps, size))
+        shutil.rmtree(directory, ignore_errors=True)
+        os.makedirs(directory)
+        final = os.path.join(directory, "final.state")
+        subprocess.run([PYTHON, STDLIB_TRAINER, "--steps", str(steps), "--every", "0", "--size", str(size),
+                        "--out", os.path.join(directory, "ck"), "--final-state", final],
+                       check=True, capture_output=True, timeout=120)
+        with open(final, "rb") as f:
+            _references[key] = f.read()
+    return _references[key]
+
+
+def torch_reference_state(steps):
+    key = ("torch", steps)
+    if key not in _references:
+        directory = os.path.join(TMP, "run-cli", "reference-torch-%d" % steps)
+        shutil.rmtree(directory, ignore_errors=True)
+        os.makedirs(directory)
+        final = os.path.join(directory, "final.state")
+        subprocess.run([SYSTEM_PYTHON, TORCH_TRAINER, "--steps", str(steps), "--every", "0",
+                        "--out", os.path.join(directory, "ck"), "--final-state", final],
+                       check=True, capture_output=True, timeout=180)
+        with open(final, "rb") as f:
+            _references[key] = f.read()
+    return _references[key]
+
+
+class Job:
+    """One supervised job in a fresh directory: its own GPUHOST_HOME, checkpoint directory,
+    trainer resume log, final-state file and pid file."""
+
+    def __init__(self, test, label):
+        self.test = test
+        self.name = label
+        self.dir = os.path.join(TMP, "run-cli", label)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        self.home = os.path.join(self.dir, "home")
+        self.ck = os.path.join(self.dir, "ck")
+        self.resume_log = os.path.join(self.dir, "resume.log")
+        self.final = os.path.join(self.dir, "final.state")
+        self.pid_file = os.path.join(self.dir, "trainer.pid")
+        self.job_dir = os.path.join(self.home, "jobs", label)
+        self.journal_path = os.path.join(self.job_dir, "journal.jsonl")
+        self.runs = 0
+
+    # ---- commands ----
+
+    def stdlib(self, steps, every=5, step_time=0.05, extra=()):
+        return [PYTHON, STDLIB_TRAINER, "--steps", str(steps), "--every", str(every), "--step-time", str(step_time),
+                "--size", str(SIZE), "--out", self.ck, "--resume-log", self.resume_log, "--final-state", self.final,
+                "--pid-file", self.pid_file] + list(extra) + ["--resume", "{resume}"]
+
+    def env(self, extra=None):
+        env = dict(os.environ)
+        env["NO_COLOR"] = "1"
+        env["GPUHOST_HOME"] = self.home
+        env.pop("GPUHOST_SAVE_REQUEST", None)
+        if extra:
+            env.update(extra)
+        return env
+
+    def argv(self, flags, trainer, cloud=True):
+        args = [BIN, "run", "--name", self.name, "--checkpoints", self.ck] + FAST + list(flags)
+        if cloud and "--cloud" not in flags:
+            args += ["--cloud", "none"]
+        return args + ["--"] + list(trainer)
+
+    def run(self, flags, trainer, timeout=120, env=None):
+        self.runs += 1
+        return subprocess.run(self.argv(flags, trainer), env=self.env(env), capture_output=True, text=True,
+                              timeout=timeout)
+
+    def start(self, flags, trainer, env=None):
+        """Starts gpuhost run in the background; its output goes to files in the job's directory."""
+        self.runs += 1
+        out = open(os.path.join(self.dir, "gpuhost-%d.out" % self.runs), "w")
+        err = open(os.path.join(self.dir, "gpuhost-%d.err" % self.runs), "w")
+        proc = subprocess.Popen(self.argv(flags, trainer), env=self.env(env), stdout=out, stderr=err, text=True)
+        out.close()
+        err.close()
+        self.test.addCleanup(self._reap, proc)
+        return proc
+
+    def _reap(self, proc):
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    def stderr_of(self, run_number):
+        with open(os.path.join(self.dir, "gpuhost-%d.err" % run_number)) as f:
+            return f.read()
+
+    def gpuhost(self, *args, timeout=60):
+        return subprocess.run([BIN] + list(args), env=self.env(), capture_output=True, text=True, timeout=timeout)
+
+    # ---- what happened ----
+
+    def journal(self):
+        return read_journal(self.journal_path)
+
+    def records(self, kind):
+        return [r for r in self.journal() if r["type"] == kind]
+
+    def wait_for(self, predicate, what, proc=None, timeout=60):
+        """Polls the journal until predicate(records) holds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            records = self.journal() if os.path.exists(self.journal_path) else []
+            if predicate(records):
+                return records
+            if proc is not None and proc.poll() is not None:
+                self.test.fail("gpuhost exited (%d) before %s; journal: %s" % (proc.returncode, what, self.summary()))
+            time.sleep(0.05)
+        self.test.fail("timed out waiting for %s; journal: %s" % (what, self.summary()))
+
+    def wait_for_type(self, kind, proc=None, count=1, timeout=60):
+        return self.wait_for(lambda rs: sum(r["type"] == kind for r in rs) >= count, kind, proc, timeout)
+
+    def summary(self):
+        if not os.path.exists(self.journal_path):
+            return "(no journal)"
+        return "\n  " + "\n  ".join(json.dumps(r)[:300] for r in self.journal())
+
+    def status(self):
+        proc = self.gpuhost("status", self.name, "--json", "--events", "0")
+        self.test.assertEqual(proc.returncode, 0, proc.stderr)
+        return json.loads(proc.stdout)
+
+    def resume_lines(self):
+        if not os.path.exists(self.resume_log):
+            return []
+        with open(self.resume_log) as f:
+            return [line.split() for line in f.read().splitlines()]
+
+    def final_state(self):
+        with open(self.final, "rb") as f:
+            return f.read()
+
+    def stdout_log(self):
+        with open(os.path.join(self.job_dir, "logs", "stdout.log"), errors="replace") as f:
+            return f.read()
+
+    def trainer_pid(self, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with open(self.pid_file) as f:
+                    text = f.read().strip()
+                if text:
+                    return int(text)
+            except FileNotFoundError:
+                pass
+            time.sleep(0.05)
+        self.test.fail("the trainer wrote no pid file")
+
+
+def committed_before(records, index):
+    """The checkpoint_committed records before records[index] that are still resumable there."""
+    bad = set()
+    committed = []
+    for r in records[:index]:
+        if r["type"] == "checkpoint_committed":
+            committed.append(r)
+        elif r["type"] == "checkpoint_bad":
+            bad.add(r["id"])
+    return [r for r in committed if "ck-%d" % r["seq"] not in bad]
+
+
+def write_checkpoints(directory, steps, every=5):
+    """Checkpoints from a trainer run without gpuhost (ckpt-000005.pt ... up to `steps`)."""
+    subprocess.run([PYTHON, STDLIB_TRAINER, "--steps", str(steps), "--every", str(every), "--size", str(SIZE),
+                    "--out", directory], check=True, capture_output=True, timeout=60)
+
+
+class RunTestCase(unittest.TestCase):
+    def assert_exit(self, proc, code):
+        out = getattr(proc, "stdout", "") or ""
+        err = getattr(proc, "stderr", "") or ""
+        self.assertEqual(proc.returncode, code, "stderr:\n%s\nstdout:\n%s" % (err[-4000:], out[-2000:]))
+
+    def assert_resumed_from_newest(self, job, start_index):
+        """The child_started at records[start_index] resumed from the newest committed checkpoint
+        (not marked bad) before it, and the trainer's resume log confirms that path."""
+        records = job.journal()
+        started = records[start_index]
+        self.assertEqual(started["type"], "child_started")
+        candidates = committed_before(records, start_index)
+        self.assertTrue(candidates, "nothing was committed before the restart:" + job.summary())
+        newest = candidates[-1]
+        self.assertEqual(started["resume_from"], "ck-%d" % newest["seq"], job.summary())
+        self.assertEqual(started["resume_path"], newest["path"])
+        self.assertIn(["OK", newest["path"], str(step_of(newest["path"]))], job.resume_lines())
+        return newest
+
+    def assert_saved_before_deadline(self, job, source):
+        """One preemption notice from `source`; a checkpoint committed for it before its deadline;
+        the trainer stopped; the supervisor stopped 'preempted'. Returns the saved checkpoint."""
+        records = job.journal()
+        notices = [r for r in records if r["type"] == "notice" and r["kind"] == "preemption"]
+        self.assertEqual([n["source"] for n in notices], [source], job.summary())
+        deadline = parse_time(notices[0]["deadline"])
+        saves = [r for r in records if r["type"] == "save_completed"]
+        self.assertEqual(len(saves), 1, job.summary())
+        commit = next(r for r in records if r["type"] == "checkpoint_committed" and "ck-%d" % r["seq"] == saves[0]["id"])
+        self.assertGreater(commit["seq"], notices[0]["seq"], "the checkpoint predates the notice")
+        self.assertLess(parse_time(commit["time"]), deadline, "committed after the notice's deadline")
+        self.assertLess(parse_time(saves[0]["time"]), deadline)
+        self.assertFalse(any(r["type"] == "save_timed_out" for r in records), job.summary())
+        exits = [r for r in records if r["type"] == "child_exited"]
+        self.assertEqual(exits[-1]["cause"], "preempted")
+        self.assertEqual(records[-1]["type"], "supervisor_stopped")
+        self.assertEqual(records[-1]["outcome"], "preempted")
+        self.assertIn("save requested at step", job.stdout_log())
+        return commit
+
+    def assert_rerun_resumes(self, job, saved, steps, flags=(), step_time=0.0):
+        """Runs the same job again without a notice: it must resume from `saved` (the newest
+        committed checkpoint) and end bit-identical to an uninterrupted run."""
+        before = len(job.journal())
+        proc = job.run(list(flags), job.stdlib(steps, every=0, step_time=step_time))
+        self.assert_exit(proc, 0)
+        records = job.journal()
+        first_start = next(i for i in range(before, len(records)) if records[i]["type"] == "child_started")
+        newest = self.assert_resumed_from_newest(job, first_start)
+        self.assertEqual(newest["seq"], saved["seq"], "the rerun did not resume from the checkpoint saved for the notice")
+        self.assertEqual(job.final_state(), reference_state(steps))
+
+
+@unittest.skipIf(IS_WINDOWS_BUILD, "Linux build: test_run_windows.py covers gpuhost.exe")
+class KillAndPreemptDrills(RunTestCase):
+    def test_kill_drill_resumes_from_newest_committed_and_ends_bit_identical(self):
+        job = Job(self, "kill-drill")
+        steps = 80
+        proc = job.run(["--drill", "kill@1.5"], job.stdlib(steps))
+        self.assert_exit(proc, 0)
+        records = job.journal()
+        types = [r["type"] for r in records]
+        self.assertIn("drill", types)
+        exits = [r for r in records if r["type"] == "child_exited"]
+        self.assertEqual([e["cause"] for e in exits], ["drill_kill", "success"], job.summary())
+        self.assertTrue(exits[0]["signaled"])
+        starts = [i for i, r in enumerate(records) if r["type"] == "child_started"]
+        self.assertEqual(len(starts), 2)
+        self.assertIsNone(records[starts[0]]["resume_from"])
+        newest = self.assert_resumed_from_newest(job, starts[1])
+        self.assertLess(step_of(newest["path"]), steps, "the drill killed the trainer after it finished")
+        self.assertEqual(len(job.resume_lines()), 1, job.resume_lines())
+        self.assertEqual(job.final_state(), reference_state(steps))
+        status = job.status()
+        self.assertEqual(status["phase"], "finished")
+        self.assertEqual(status["child_starts"], 2)
+        self.assertEqual(status["restarts"], 1)
+        self.assertTrue(all(c["status"] == "committed" for c in status["checkpoints"]))
+
+    def test_preempt_drill_saves_before_deadline_exits_75_and_rerun_resumes(self):
+        job = Job(self, "preempt-drill")
+        steps = 200
+        # --every 0: the only checkpoint is the one saved for the notice.
+        proc = job.run(["--drill", "preempt@1/20"], job.stdlib(steps, every=0))
+        self.assert_exit(proc, 75)
+        records = job.journal()
+        requested = [r for r in records if r["type"] == "save_requested"]
+        self.assertEqual(requested[0]["method"], "signal")
+        self.assertEqual(requested[0]["signal"], "SIGUSR1")
+        saved = self.assert_saved_before_deadline(job, "drill")
+        self.assertEqual(len(job.records("checkpoint_committed")), 1)
+        self.assertLess(step_of(saved["path"]), steps)
+        self.assertFalse(os.path.exists(job.final), "the trainer ran to the end instead of stopping")
+        status = job.status()
+        self.assertEqual(status["phase"], "preempted")
+        self.assertEqual(status["preemptions"], 1)
+        self.assertEqual(status["resume_from"], "ck-%d" % saved["seq"])
+        self.assert_rerun_resumes(job, saved, steps)
+
+
+class MetadataServer:
+    def __init__(self, test, cloud, env=None):
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        self.proc = subprocess.Popen([PYTHON, METADATA_SERVER, "--cloud", cloud], stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True, env=full_env)
+        test.addCleanup(self.stop)
+        self.port = json.loads(self.proc.stdout.readline())["port"]
+        self.url = "http://127.0.0.1:%d" % self.port
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+        self.proc.stdout.close()
+
+    def control(self, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.url + "/_control/" + path, data=data, method="POST" if data else "GET")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read() or b"null")
+
+    def log(self):
+        return self.control("log")
+
+
+@unittest.skipIf(IS_WINDOWS_BUILD, "Linux build")
+class CloudNotices(RunTestCase):
+    STEPS = 300  # at 0.05 s a step: 15 s, far more than the run lasts before the notice
+
+    def cloud_drill(self, cloud, env=None):
+        job = Job(self, "cloud-" + cloud)
+        server = MetadataServer(self, cloud, env)
+        proc = job.start(["--cloud", cloud, "--metadata-endpoint", server.url], job.stdlib(self.STEPS, every=0),
+                         env=env)
+        job.wait_for_type("child_started", proc)
+        time.sleep(1.0)
+        posted = datetime.datetime.now(datetime.timezone.utc)
+        server.control("notice", {"in_seconds": 20})
+        proc.wait(timeout=60)
+        self.assertEqual(proc.returncode, 75, job.stderr_of(1) + job.summary())
+        saved = self.assert_saved_before_deadline(job, cloud)
+        # The deadline read from the cloud's own format: about 20 s after the notice was posted
+        # (GCP gives no time: detection + 30 s). A time zone misread would be hours off.
+        notice = job.records("notice")[0]
+        lead = (parse_time(notice["deadline"]) - posted).total_seconds()
+        self.assertTrue(5 <= lead <= 65, "deadline %s is %.0f s after the notice" % (notice["deadline"], lead))
+        self.assertFalse(job.records("watcher_trouble"), job.summary())
+        self.assert_rerun_resumes(job, saved, self.STEPS, flags=["--cloud", "none"])
+        return job, server
+
+    def test_aws_spot_notice_with_imdsv2_token(self):
+        job, server = self.cloud_drill("aws")
+        log = server.log()
+        puts = [e for e in log if e["method"] == "PUT" and e["path"] == "/latest/api/token"]
+        self.assertTrue(puts, "no IMDSv2 token was requested")
+        self.assertTrue(any(k.lower() == "x-aws-ec2-metadata-token-ttl-seconds" for k in puts[0]["headers"]))
+        gets = [e for e in log if e["method"] == "GET"]
+        self.assertTrue(gets)
+        for entry in gets:
+            headers = {k.lower(): v for k, v in entry["headers"].items()}
+            self.assertTrue(headers.get("x-aws-ec2-metadata-token"), "a GET without the token: %s" % entry)
+        self.assertTrue(any(e["path"] == "/latest/meta-data/spot/instance-action" for e in gets))
+
+    def test_azure_preempt_event_acknowledged_after_the_save(self):
+        job, server = self.cloud_drill("azure")
+        records = job.journal()
+        notice = job.records("notice")[0]
+        self.assertTrue(notice["event_id"])
+        acks = [r for r in records if r["type"] == "notice_acknowledged"]
+        self.assertEqual(len(acks), 1, job.summary())
+        self.assertEqual(acks[0]["event_id"], notice["event_id"])
+        save = job.records("save_completed")[0]
+        self.assertGreater(acks[0]["seq"], save["seq"], "acknowledged before the checkpoint was durable")
+        posts = [e for e in server.log() if e["method"] == "POST" and e["path"].startswith("/metadata/scheduledevents")]
+        self.assertEqual(len(posts), 1, posts)
+        self.assertEqual(json.loads(posts[0]["body"]), {"StartRequests": [{"EventId": notice["event_id"]}]})
+        self.assertEqual({k.lower(): v for k, v in posts[0]["headers"].items()}.get("metadata"), "true")
+
+    def test_gcp_preempted(self):
+        self.cloud_drill("gcp")
+
+    def test_alibaba_termination_time(self):
+        job, server = self.cloud_drill("alibaba")
+        self.assertTrue(any(e["method"] == "PUT" for e in server.log()), "no metadata token was requested")
+
+    def test_tencent_local_time_in_shanghai(self):
+        # Tencent answers in the guest's local time: both sides run in UTC+8 here.
+        self.cloud_drill("tencent", env={"TZ": "Asia/Shanghai"})
+
+    def test_volcengine_termination_time(self):
+        self.cloud_drill("volcengine")
+
+    def test_sigterm_to_supervisor_saves_and_exits_75(self):
+        job = Job(self, "sigterm")
+        proc = job.start([], job.stdlib(self.STEPS, every=0))
+        job.wait_for_type("child_started", proc)
+        time.sleep(1.0)
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+        self.assertEqual(proc.returncode, 75, job.stderr_of(1) + job.summary())
+        saved = self.assert_saved_before_deadline(job, "signal")
+        self.assert_rerun_resumes(job, saved, self.STEPS)
+
+
+@unittest.skipIf(IS_WINDOWS_BUILD, "Linux build")
+class FaultyMetadataEndpoint(RunTestCase):
+    def run_with_mode(self, mode, cloud="aws"):
+        job = Job(self, "faulty-%s-%s" % (cloud, mode))
+        server = MetadataServer(self, cloud)
+        server.control("mode", {"mode": mode})
+        steps = 30
+        proc = job.run(["--cloud", cloud, "--metadata-endpoint", server.url], job.stdlib(steps), timeout=90)
+        self.assert_exit(proc, 0)
+        self.assertFalse(job.records("notice"), job.summary())
+        self.assertEqual(job.final_state(), reference_state(steps))
+        self.assertTrue(server.log(), "the watcher never asked the endpoint")
+        return job
+
+    def test_error500_is_trouble_not_a_notice(self):
+        job = self.run_with_mode("error500")
+        trouble = job.records("watcher_trouble")
+        self.assertTrue(trouble, job.summary())
+        self.assertEqual(trouble[0]["source"], "aws")
+        self.assertIn("500", trouble[0]["message"])
+
+    def test_garbage_is_trouble_not_a_notice(self):
+        job = self.run_with_mode("garbage", cloud="volcengine")
+        self.assertTrue(job.records("watcher_trouble"), job.summary())
+
+    def test_hanging_endpoint_does_not_hang_the_run(self):
+        self.run_with_mode("hang")
+
+
+@unittest.skipIf(IS_WINDOWS_BUILD, "Linux build")
+class StubbornTrainer(RunTestCase):
+    def test_trainer_ignoring_the_save_request_is_killed_and_last_checkpoint_kept(self):
+        job = Job(self, "stubborn")
+        # Its checkpoints so far (5, 10); from here on it writes none, and ignores SIGUSR1 and SIGTERM.
+        write_checkpoints(job.ck, 10)
+        steps = 1000
+        started = time.monotonic()
+        proc = job.run(["--drill", "preempt@2/8", "--safety-margin", "2", "--stop-grace", "1"],
+                       job.stdlib(steps, every=0, extra=["--ignore-save-requests", "--ignore-term"]), timeout=90)
+        elapsed = time.monotonic() - started
+        self.assert_exit(proc, 75)
+        records = job.journal()
+        self.assertTrue(job.records("save_timed_out"), job.summary())
+        self.assertFalse(job.records("save_completed"))
+        exit_record = job.records("child_exited")[-1]
+        self.assertTrue(exit_record["signaled"], exit_record)
+        self.assertEqual(exit_record["signal"], signal.SIGKILL)
+        self.assertEqual(exit_record["cause"], "preempted")
+        self.assertEqual(records[-1]["outcome"], "preempted")
+        print("\n  stubborn trainer: gpuhost returned after %.1f s (notice at 2 s, deadline 10 s)" % elapsed)
+        committed = [c for c in job.status()["checkpoints"] if c["status"] == "committed"]
+        self.assertTrue(committed, job.summary())
+        self.assertEqual([os.path.basename(c["path"]) for c in committed], ["ckpt-000005.pt", "ckpt-000010.pt"])
+        newest = committed[-1]
+        self.assertEqual(job.resume_lines(), [["OK", newest["path"], "10"]])
+        verify = job.gpuhost("verify", "--json", newest["path"])
+        self.assert_exit(verify, 0)
+        self.assertEqual(json.loads(verify.stdout)[0]["content_hash"], newest["content_hash"])
+        self.assertEqual(job.status()["resume_from"], newest["id"])
+
+
+@unittest.skipIf(IS_WINDOWS_BUILD, "Linux build")
+class CorruptCheckpoints(RunTestCase):
+    def test_truncated_newest_checkpoint_is_rejected_and_never_resumed(self):
+        job = Job(self, "truncated")
+        # Checkpoints from a run without gpuhost: 5, 10 valid, 15 cut in half (a crash mid-write).
+        write_checkpoints(job.ck, 15)
+        torn = os.path.join(job.ck, "ckpt-000015.pt")
+        with open(torn, "r+b") as f:
+            f.truncate(os.path.getsize(torn) // 2)
+        steps = 30
+        proc = job.run([], job.stdlib(steps, step_time=0.01))
+        self.assert_exit(proc, 0)
+        records = job.journal()
+        first_start = next(i for i, r in enumerate(records) if r["type"] == "child_started")
+        rejected = [r for r in records[:first_start] if r["type"] == "checkpoint_rejected"]
+        self.assertEqual([r["path"] for r in rejected], [torn], job.summary())
+        self.assertEqual(rejected[0]["format"], "torch_zip")
+        newest = self.assert_resumed_from_newest(job, first_start)
+        self.assertEqual(newest["path"], os.path.join(job.ck, "ckpt-000010.pt"))
+        self.assertEqual([line[0] for line in job.resume_lines()], ["OK"])
+        self.assertEqual(job.final_state(), reference_state(steps))
+
+    def test_checkpoint_torn_by_a_killed_slow_writer_is_rejected(self):
+        job = Job(self, "torn-write")
+        steps = 15
+        size = 50000  # 400 KB written in 8 KiB pieces 10 ms apart: about half a second per save
+        trainer = [PYTHON, STDLIB_TRAINER, "--steps", str(steps), "--every", "5", "--size", str(size),
+                   "--out", job.ck, "--resume-log", job.resume_log, "--final-state", job.final,
+                   "--pid-file", job.pid_file, "--write-mode", "slow", "--slow-chunk", "8192",
+                   "--slow-delay", "0.01", "--resume", "{resume}"]
+        proc = job.start([], trainer)
+        target = os.path.join(job.ck, "ckpt-000010.pt")
+        pid = job.trainer_pid()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (os.path.exists(target) and 0 < os.path.getsize(target) < 8 * size):
+            time.sleep(0.01)
+        self.assertTrue(os.path.exists(target), "the trainer never started writing step 10")
+        os.kill(pid, signal.SIGKILL)
+        proc.wait(timeout=120)
+        self.assertEqual(proc.returncode, 0, job.stderr_of(1) + job.summary())
+        records = job.journal()
+        rejected = [r for r in records if r["type"] == "checkpoint_rejected"]
+        self.assertIn(target, [r["path"] for r in rejected], job.summary())
+        starts = [i for i, r in enumerate(records) if r["type"] == "child_started"]
+        self.assertEqual(len(starts), 2)
+        newest = self.assert_resumed_from_newest(job, starts[1])
+        self.assertEqual(newest["path"], os.path.join(job.ck, "ckpt-000005.pt"))
+        self.assertEqual(job.final_state(), reference_state(steps, size))
+
+    def test_committed_checkpoint_corrupted_on_disk_is_marked_bad_and_older_one_used(self):
+        job = Job(self, "corrupt-after-commit")
+        steps = 200
+        proc = job.run(["--drill", "preempt@1.5/20"], job.stdlib(steps, every=5))
+        self.assert_exit(proc, 75)
+        # Periodic checkpoints committed after the notice's save do not count as more saves.
+        self.assertEqual(len(job.records("save_completed")), 1, job.summary())
+        committed = [c for c in job.status()["checkpoints"] if c["status"] == "committed"]
+        self.assertGreaterEqual(len(committed), 2, job.summary())
+        victim, older = committed[-1], committed[-2]
+        # Flip bytes inside the weights, keeping the size and the modification time: only the
+        # full re-validation before resume (CRC, content hash) can notice.
+        stat = os.stat(victim["path"])
+        with open(victim["path"], "r+b") as f:
+            f.seek(stat.st_size // 2)
+            chunk = f.read(16)
+            f.seek(stat.st_size // 2)
+            f.write(bytes(b ^ 0xFF for b in chunk))
+        os.utime(victim["path"], ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        before = len(job.journal())
+        proc = job.run([], job.stdlib(steps, every=0, step_time=0))
+        self.assert_exit(proc, 0)
+        records = job.journal()[before:]
+        bad = [r for r in records if r["type"] == "checkpoint_bad"]
+        self.assertEqual([r["id"] for r in bad], [victim["id"]], job.summary())
+        self.assertIn("re-validation", bad[0]["reason"])
+        start = next(r for r in records if r["type"] == "child_started")
+        self.assertEqual(start["resume_from"], older["id"])
+        self.assertEqual(job.resume_lines(), [["OK", older["path"], str(step_of(older["path"]))]])
+        self.assertEqual(job.final_state(), reference_state(steps))
+        status = {c["id"]: c for c in job.status()["checkpoints"]}
+        self.assertEqual(status[victim["id"]]["status"], "bad")
+        self.assertTrue(status[victim["id"]]["bad_reason"])
+
+
+@unittest.skipIf(IS_WINDOWS_BUILD, "Linux build")
+class CrashLoop(RunTestCase):
+    def test_crash_loop_marks_checkpoints_bad_rolls_back_then_gives_up(self):
+        job = Job(self, "crash-loop")
+        # Checkpoints at 5 and 10 from before; every life crashes at step 12 and writes none.
+        write_checkpoints(job.ck, 10)
+        proc = job.run(["--crash-loop", "2", "--crash-window", "60", "--max-restarts", "5"],
+                       job.stdlib(30, every=0, step_time=0.01, extra=["--fail-at-step", "12"]))
+        self.assert_exit(proc, 4)
+        records = job.journal()
+        commits = {step_of(r["path"]): "ck-%d" % r["seq"] for r in records if r["type"] == "checkpoint_committed"}
+        self.assertEqual(sorted(commits), [5, 10], job.summary())
+        # Two quick failures from step 10: it is marked bad and step 5 is tried; two from step 5:
+        # bad too, and the last lives start fresh until the sixth crash exceeds --max-restarts 5.
+        starts = [r["resume_from"] for r in records if r["type"] == "child_started"]
+        self.assertEqual(starts, [commits[10], commits[10], commits[5], commits[5], None, None], job.summary())
+        bad = [r for r in records if r["type"] == "checkpoint_bad"]
+        self.assertEqual([r["id"] for r in bad], [commits[10], commits[5]])
+        self.assertIn("crash loop", bad[0]["reason"])
+        self.assertEqual(len(job.records("gave_up")), 1)
+        self.assertEqual(records[-1]["type"], "supervisor_stopped")
+        self.assertEqual(records[-1]["outcome"], "failed")
+        status = job.status()
+        self.assertEqual(status["phase"], "failed")
+        self.assertEqual(status["restarts"], 5)
+        self.assertEqual([c["status"] for c in status["checkpoints"]], ["bad", "bad"])
+        self.assertIsNone(status["resume_from"])
+
+
+@unittest.skipIf(IS_WINDOWS_BUILD, "Linux build")
+class DiskFull(RunTestCase):
+    def setUp(self):
+        self.job = Job(self, "disk-full")
+        os.makedirs(self.job.ck)
+        if os.geteuid() != 0:
+            self.skipTest("mounting a tmpfs needs root")
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", self.job.ck],
+                                 capture_output=True, text=True)
+        if mounted.returncode != 0:
+            self.skipTest("cannot mount a 2 MiB tmpfs: " + mounted.stderr.strip())
+        self.addCleanup(subprocess.run, ["umount", "-l", self.job.ck], capture_output=True)
+
+    def test_full_disk_keeps_committed_checkpoints_records_disk_low_and_gives_up(self):
+        job = self.job
+        size = 60000  # 480 KB a checkpoint: the fourth one no longer fits in 2 MiB
+        trainer = [PYTHON, STDLIB_TRAINER, "--steps", "100", "--every", "2", "--size", str(size), "--out", job.ck,
+                   "--resume-log", job.resume_log, "--resume", "{resume}"]
+        proc = job.run(["--max-restarts", "2", "--crash-loop", "0"], trainer, timeout=120)
+        self.assert_exit(proc, 4)
+        with open(os.path.join(job.job_dir, "logs", "stderr.log"), errors="replace") as f:
+            self.assertIn("No space left on device", f.read())
+        records = job.journal()
+        self.assertTrue(job.records("disk_low"), job.summary())
+        self.assertEqual(job.records("disk_low")[0]["path"], job.ck)
+        self.assertEqual(len(job.records("gave_up")), 1)
+        self.assertEqual(records[-1]["type"], "supervisor_stopped")
+        committed = [c for c in job.status()["checkpoints"] if c["status"] == "committed"]
+        self.assertTrue(committed, job.summary())
+        verify = job.gpuhost("verify", "--json", *[c["path"] for c in committed])
+        self.assert_exit(verify, 0)
+        for verdict, c in zip(json.loads(verify.stdout), committed):
+            self.assertTrue(verdict["valid"], verdict)
+            self.assertEqual(verdict["content_hash"], c["content_hash"])
+        # Every restart resumed from the newest of them (nothing newer fitted).
+        resumed = [r["resume_path"] for r in job.records("child_started")[1:]]
+        self.assertEqual(resumed, [committed[-1]["path"]] * len(resumed))
+
+
+@unittest.skipIf(IS_WINDOWS_BUILD, "Linux build")
+class SupervisorKilled(RunTestCase):
+    def test_sigkill_of_supervisor_kills_trainer_and_rerun_resumes_after_crash(self):
+        job = Job(self, "supervisor-sigkill")
+        steps = 200
+        proc = job.start([], job.stdlib(steps))
+        job.wait_for_type("checkpoint_committed", proc, count=2)
+        pid = job.trainer_pid()
+        self.assertTrue(alive(pid))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 15
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertFalse(alive(pid), "the trainer outlived its supervisor (no PR_SET_PDEATHSIG?)")
+        self.assertNotEqual(job.journal()[-1]["type"], "supervisor_stopped")
+
+        before = len(job.journal())
+        proc = job.run([], job.stdlib(steps, every=0, step_time=0))
+        self.assert_exit(proc, 0)
+        records = job.journal()
+        started = records[before]
+        self.assertEqual(started["type"], "supervisor_started")
+        self.assertTrue(started["after_crash"], started)
+        first_start = next(i for i in range(before, len(records)) if records[i]["type"] == "child_started")
+        newest = self.assert_resumed_from_newest(job, first_start)
+        # The newest checkpoint on disk when the supervisor died is the one resumed from: what was
+        # written in its last moments is committed by the rerun before the trainer starts.
+        on_disk = sorted(n for n in os.listdir(job.ck) if n.endswith(".pt"))
+        self.assertEqual(os.path.basename(newest["path"]), on_disk[-1])
+        self.assertEqual(job.final_state(), reference_state(steps))
+        self.assertEqual(job.status()["supervisor_runs"], 2)
+
+    @unittest.skipUnless(NATIVE_TRAINER, "GPUHOST_NATIVE_TRAINER not set")
+    def test_grandchild_left_by_a_killed_supervisor_is_killed_by_the_next_run(self):
+        job = Job(self, "leftover-grandchild")
+        grandchild_pid_file = os.path.join(job.dir, "grandchild.pid")
+        trainer = [NATIVE_TRAINER, "--steps", "400", "--step-time-ms", "50", "--every", "5", "--out", job.ck,
+                   "--pid-file", job.pid_file, "--spawn-grandchild", grandchild_pid_file]
+        proc = job.start([], trainer)
+        job.wait_for_type("child_started", proc)
+        trainer_pid = job.trainer_pid()
+        deadline = time.monotonic() + 30
+        grandchild = None
+        while grandchild is None:
+            self.assertLess(time.monotonic(), deadline, "no grandchild pid")
+            time.sleep(0.05)
+            if os.path.exists(grandchild_pid_file):
+                with open(grandchild_pid_file) as f:
+                    text = f.read().strip()
+                grandchild = int(text) if text else None
+        self.addCleanup(lambda: alive(grandchild) and os.kill(grandchild, signal.SIGKILL))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 15
+        while alive(trainer_pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertFalse(alive(trainer_pid))
+        # The grandchild is not the supervisor's child: it lives on until the next run of the job
+        # finds it by the run token in its environment.
+        self.assertTrue(alive(grandchild))
+        proc = job.run([], [NATIVE_TRAINER, "--steps", "5", "--out", job.ck])
+        self.assert_exit(proc, 0)
+        deadline = time.monotonic() + 15
+        while alive(grandchild) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertFalse(alive(grandchild), "the previous run's grandchild survived the next run")
+        self.assertEqual([r["count"] for r in job.records("leftovers_killed")], [1], job.summary())
+
+
+@unittest.skipIf(IS_WINDOWS_BUILD, "Linux build")
+class JobLock(RunTestCase):
+    def test_second_run_of_a_running_job_exits_3_naming_the_lock(self):
+        job = Job(self, "locked")
+        proc = job.start([], job.stdlib(400, every=0))
+        job.wait_for_type("child_started", proc)
+        second = job.run([], job.stdlib(10), timeout=60)
+        self.assert_exit(second, 3)
+        lock = os.path.join(job.job_dir, "lock")
+        self.assertIn(lock, second.stderr)
+        self.assertIn("already supervised", second.stderr)
+        self.assertIsNone(proc.poll(), "the second run disturbed the first")
+        os.kill(proc.pid, signal.SIGINT)
+        proc.wait(timeout=60)
+        self.assertEqual(proc.returncode, 130, job.summary())
+        self.assertEqual(job.status()["supervisor_runs"], 1)
+
+
+@unittest.skipIf(IS_WINDOWS_BUILD, "Linux build")
+class PyTorchTrainer(RunTestCase):
+    STEPS = 60
+
+    @classmethod
+    def setUpClass(cls):
+        if not torch_available():
+            raise unittest.SkipTest("python3-torch is not installed for /usr/bin/python3")
+
+    def torch_trainer(self, job, layout, extra=()):
+        return [SYSTEM_PYTHON, TORCH_TRAINER, "--steps", str(self.STEPS), "--every", "10", "--layout", layout,
+                "--step-time", "0.02", "--out", job.ck, "--resume-log", job.resume_log, "--final-state", job.final,
+                "--pid-file", job.pid_file] + list(extra)
+
+    def kill_and_resume(self, job, trainer, flags=()):
+        """Kills the trainer (SIGKILL) once two checkpoints are committed; the supervisor must
+        restart it from the newest and the run end bit-identical to an uninterrupted one."""
+        proc = job.start(["--preset", "none"] + list(flags), trainer)
+        job.wait_for_type("checkpoint_committed", proc, count=2, timeout=120)
+        os.kill(job.trainer_pid(), signal.SIGKILL)
+        proc.wait(timeout=180)
+        self.assertEqual(proc.returncode, 0, job.stderr_of(1) + job.summary())
+        records = job.journal()
+        starts = [i for i, r in enumerate(records) if r["type"] == "child_started"]
+        self.assertEqual(len(starts), 2, job.summary())
+        self.assertEqual(records[starts[0] + 1:starts[1]][-2]["type"], "child_exited")
+        newest = self.assert_resumed_from_newest(job, starts[1])
+        with open(job.final, "rb") as f:
+            self.assertEqual(f.read(), torch_reference_state(self.STEPS), "resumed run differs from an uninterrupted one")
+        return records, newest
+
+    def test_torch_save_layout_kill_and_resume(self):
+        job = Job(self, "torch-pt")
+        records, newest = self.kill_and_resume(job, self.torch_trainer(job, "pt", ["--resume", "{resume}"]))
+        commits = [r for r in records if r["type"] == "checkpoint_committed"]
+        self.assertEqual({c["format"] for c in commits}, {"torch_zip"})
+        self.assertEqual([step_of(c["path"]) for c in commits], [10, 20, 30, 40, 50, 60][:len(commits)])
+
+    def test_hf_checkpoint_dirs_kill_and_resume(self):
+        job = Job(self, "torch-hf")
+        records, newest = self.kill_and_resume(job, self.torch_trainer(job, "hf", ["--resume", "{resume}"]))
+        commits = [r for r in records if r["type"] == "checkpoint_committed"]
+        self.assertEqual({c["format"] for c in commits}, {"hf_trainer_dir"}, job.summary())
+        for c in commits:
+            self.assertEqual(os.path.basename(c["path"]), "checkpoint-%d" % c["step"])
+        self.assertTrue(os.path.isdir(newest["path"]))
+
+    def test_hf_preset_resume_from_checkpoint_flag(self):
+        usage = subprocess.run([SYSTEM_PYTHON, TORCH_TRAINER, "--help"], capture_output=True, text=True).stdout
+        if "--resume_from_checkpoint" not in usage:
+            self.skipTest("torch_trainer.py takes no --resume_from_checkpoint (what --preset hf adds)")
+        job = Job(self, "torch-hf-preset")
+        self.kill_and_resume(job, self.torch_trainer(job, "hf"), ["--preset", "hf"])
+
+
+@unittest.skipIf(IS_WINDOWS_BUILD, "Linux build")
+class VerifyJobsStatus(RunTestCase):
+    def test_verify_json_valid_truncated_missing(self):
+        job = Job(self, "verify")
+        subprocess.run([PYTHON, STDLIB_TRAINER, "--steps", "5", "--every", "5", "--size", str(SIZE), "--out", job.ck],
+                       check=True, capture_output=True, timeout=60)
+        valid = os.path.join(job.ck, "ckpt-000005.pt")
+        truncated = os.path.join(job.dir, "ckpt-000005-torn.pt")
+        with open(valid, "rb") as f:
+            data = f.read()
+        with open(truncated, "wb") as f:
+            f.write(data[:len(data) - 100])
+        proc = job.gpuhost("verify", "--json", valid)
+        self.assert_exit(proc, 0)
+        [doc] = json.loads(proc.stdout)
+        self.assertEqual(doc["format"], "torch_zip")
+        self.assertTrue(doc["valid"])
+        self.assertEqual(doc["problem"], "")
+        self.assertEqual(doc["size_bytes"], len(data))
+        self.assertTrue(doc["content_hash"].startswith("xxh3-128:"), doc)
+        for key in ("path", "step", "files", "seconds"):
+            self.assertIn(key, doc)
+        proc = job.gpuhost("verify", "--json", valid, truncated)
+        self.assert_exit(proc, 1)
+        docs = json.loads(proc.stdout)
+        self.assertEqual([d["valid"] for d in docs], [True, False])
+        self.assertTrue(docs[1]["problem"])
+        proc = job.gpuhost("verify", "--json", os.path.join(job.dir, "missing.pt"))
+        self.assert_exit(proc, 3)
+        self.assertIn("error", json.loads(proc.stdout)[0])
+
+    def test_jobs_and_status_json_fields_and_pin_survives_retention(self):
+        job = Job(self, "pin-keep")
+        named = ["--name-pattern", "step-{step:06d}.pt"]  # a name gpuhost reads the step from
+        proc = job.run([], job.stdlib(20, step_time=0.01, extra=named))
+        self.assert_exit(proc, 0)
+        status = job.status()
+        for key in ("name", "job_dir", "phase", "supervisor_runs", "child_starts", "restarts", "preemptions",
+                    "last_step", "last_exit", "resume_from", "checkpoints", "events", "journal_torn_tail_bytes",
+                    "journal_corrupt_lines"):
+            self.assertIn(key, status)
+        self.assertEqual(status["name"], job.name)
+        self.assertEqual(os.path.realpath(status["job_dir"]), os.path.realpath(job.job_dir))
+        self.assertEqual((status["phase"], status["supervisor_runs"], status["child_starts"]), ("finished", 1, 1))
+        self.assertEqual(status["journal_torn_tail_bytes"], 0)
+        self.assertEqual(status["journal_corrupt_lines"], [])
+        self.assertEqual(status["last_exit"], "exit code 0")
+        self.assertEqual(status["last_step"], 20)
+        self.assertEqual([c["step"] for c in status["checkpoints"]], [5, 10, 15, 20])
+        for c in status["checkpoints"]:
+            for key in ("id", "status", "path", "snapshot", "format", "size_bytes", "content_hash", "step",
+                        "committed_at", "pinned", "bad_reason"):
+                self.assertIn(key, c)
+            self.assertEqual((c["status"], c["format"], c["pinned"]), ("committed", "torch_zip", False))
+        self.assertEqual(status["resume_from"], status["checkpoints"][-1]["id"])
+        self.assertTrue(all({"time", "type", "summary"} <= set(e) for e in status["events"]))
+
+        listing = job.gpuhost("jobs", "--json")
+        self.assert_exit(listing, 0)
+        [entry] = json.loads(listing.stdout)
+        self.assertEqual((entry["name"], entry["phase"]), (job.name, "finished"))
+        self.assertEqual(len(entry["checkpoints"]), 4)
+
+        oldest = status["checkpoints"][0]
+        pin = job.gpuhost("status", job.name, "--pin", oldest["id"])
+        self.assert_exit(pin, 0)
+        self.assert_exit(job.gpuhost("status", job.name, "--pin", "ck-999"), 2)
+
+        proc = job.run(["--keep", "2"], job.stdlib(30, step_time=0.01, extra=named))
+        self.assert_exit(proc, 0)
+        after = {c["step"]: c for c in job.status()["checkpoints"]}
+        self.assertTrue(after[5]["pinned"])
+        self.assertEqual({s: c["status"] for s, c in after.items()},
+                         {5: "committed", 10: "retired", 15: "retired", 20: "retired", 25: "committed",
+                          30: "committed"})
+        self.assertEqual(sorted(os.listdir(job.ck)), ["step-000005.pt", "step-000025.pt", "step-000030.pt"])
+        self.assertEqual(job.final_state(), reference_state(30))
+
+
+@unittest.skipIf(IS_WINDOWS_BUILD, "Linux build")
+class UsageErrors(RunTestCase):
+    def gpuhost_run(self, *args):
+        return subprocess.run([BIN, "run"] + list(args), capture_output=True, text=True, timeout=30,
+                              env=dict(os.environ, NO_COLOR="1", GPUHOST_HOME=os.path.join(TMP, "run-cli", "usage")))
+
+    def test_no_command(self):
+        proc = self.gpuhost_run("--checkpoints", "ck")
+        self.assert_exit(proc, 2)
+        self.assertIn("no training command", proc.stderr)
+
+    def test_no_checkpoints(self):
+        proc = self.gpuhost_run("--", PYTHON, "-c", "pass")
+        self.assert_exit(proc, 2)
+        self.assertIn("--checkpoints is required", proc.stderr)
+
+    def test_bad_drill(self):
+        for drill in ("explode@3", "preempt@soon", "kill@3/10", "preempt@2/0"):
+            proc = self.gpuhost_run("--checkpoints", "ck", "--drill", drill, "--", PYTHON, "-c", "pass")
+            self.assert_exit(proc, 2)
+            self.assertIn("bad drill '%s'" % drill, proc.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,305 @@
+"""`gpuhost run` of the Windows build (gpuhost.exe under Wine) with tests/integration/trainers/
+native_trainer.exe: a kill drill with resume, a preemption drill with each way of asking for the
+save, and the supervisor killed (SIGKILL of its Wine process, or `taskkill /F`) taking the
+trainer and the trainer's own child along.
+
+What Wine 8 does with the save request (checked by test_default_ctrl_break_save_request):
+gpuhost's default save request on Windows is CTRL_BREAK_EVENT to the trainer's process group
+(platform/child_process_win32.cc). Under Wine, GenerateConsoleCtrlEvent always fails, and
+wineserver implements only CTRL_C_EVENT (server/console.c propagate_console_signal: "FIXME: should
+support the other events"), so gpuhost falls back to sending CTRL_C_EVENT to the child's group
+through the console's IOCTL_CONDRV_CTRL_EVENT. That event reaches the trainer's console handler
+as CTRL_C; native_trainer takes both console events as a save request (on real Windows CTRL_C
+cannot target a process group, so nothing else sends it one), so the test checks the whole path:
+console event -> save -> commit before the deadline -> exit 75 -> resume. A trainer that takes
+CTRL_C as "stop" (Python's default KeyboardInterrupt) would stop without saving under Wine; the
+test would catch that. `--save-request file` and `both` are tested too. On real
+Windows CTRL_BREAK arrives as CTRL_BREAK; that is not verified here.
+
+Killing the supervisor: Wine runs each Windows process as a Linux process whose command line is
+the Windows one, so the trainer and its grandchild are found in /proc by the unique pid-file paths
+on their command lines (Windows pids from GetCurrentProcessId are not Linux pids, and Wine 8's
+tasklist prints nothing). gpuhost puts the trainer in a job object with KILL_ON_JOB_CLOSE, and
+Wine ends the job's processes when the supervisor's process dies.
+
+Standard library only; runs only for the Windows build (GPUHOST_WINE set)."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import unittest
+
+from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP, WINE, host_path
+from test_run_cli import parse_time, read_journal
+
+NATIVE_TRAINER = os.environ.get("GPUHOST_NATIVE_TRAINER", "")
+FAST = ["--cloud", "none", "--settle", "0.2", "--backoff", "0.1", "--max-backoff", "0.2", "--quiet"]
+SIZE = 256
+
+_references = {}
+
+
+def wine(args, timeout=120, env=None):
+    full_env = dict(os.environ, NO_COLOR="1")
+    full_env.update(env or {})
+    return subprocess.run([WINE] + list(args), capture_output=True, text=True, timeout=timeout, env=full_env)
+
+
+def reference_state(steps):
+    """Final weights of an uninterrupted native_trainer.exe run of `steps` steps."""
+    if steps not in _references:
+        directory = os.path.join(TMP, "run-windows", "reference-%d" % steps)
+        shutil.rmtree(directory, ignore_errors=True)
+        os.makedirs(directory)
+        final = os.path.join(directory, "final.state")
+        proc = wine([NATIVE_TRAINER, "--steps", str(steps), "--every", "0", "--size", str(SIZE),
+                     "--out", host_path(os.path.join(directory, "ck")), "--final-state", host_path(final)])
+        if proc.returncode != 0:
+            raise AssertionError("reference run failed: " + proc.stderr)
+        with open(final, "rb") as f:
+            _references[steps] = f.read()
+    return _references[steps]
+
+
+def linux_processes_with(*texts):
+    """Linux pids (not zombies) whose command line contains all `texts` and is not gpuhost.exe's
+    (whose command line holds the trainer's): Wine shows the Windows command line."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+            with open("/proc/%s/stat" % entry) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        if all(t in cmdline for t in texts) and "gpuhost.exe" not in cmdline and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+class WinJob:
+    def __init__(self, test, label):
+        self.test = test
+        self.name = label
+        self.dir = os.path.join(TMP, "run-windows", label)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        self.jobs = os.path.join(self.dir, "jobs")
+        self.ck = os.path.join(self.dir, "ck")
+        self.resume_log = os.path.join(self.dir, "resume.log")
+        self.final = os.path.join(self.dir, "final.state")
+        self.pid_file = os.path.join(self.dir, "trainer.pid")
+        self.grandchild_pid_file = os.path.join(self.dir, "grandchild.pid")
+        self.job_dir = os.path.join(self.jobs, label)
+        self.runs = 0
+
+    def trainer(self, steps, every=5, step_time_ms=50, extra=()):
+        return [host_path(NATIVE_TRAINER), "--steps", str(steps), "--every", str(every), "--step-time-ms",
+                str(step_time_ms), "--size", str(SIZE), "--out", host_path(self.ck), "--resume-log",
+                host_path(self.resume_log), "--final-state", host_path(self.final), "--pid-file",
+                host_path(self.pid_file)] + list(extra) + ["--resume", "{resume}"]
+
+    def argv(self, flags, trainer):
+        return [BIN, "run", "--name", self.name, "--jobs-dir", host_path(self.jobs), "--checkpoints",
+                host_path(self.ck)] + FAST + list(flags) + ["--"] + list(trainer)
+
+    def run(self, flags, trainer, timeout=180):
+        self.runs += 1
+        return wine(self.argv(flags, trainer), timeout=timeout)
+
+    def start(self, flags, trainer):
+        self.runs += 1
+        err = open(os.path.join(self.dir, "gpuhost-%d.err" % self.runs), "w")
+        proc = subprocess.Popen([WINE] + self.argv(flags, trainer), stdout=subprocess.DEVNULL, stderr=err,
+                                env=dict(os.environ, NO_COLOR="1"))
+        err.close()
+        self.test.addCleanup(self._reap, proc)
+        return proc
+
+    def _reap(self, proc):
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in linux_processes_with(host_path(self.dir)):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def journal(self):
+        return read_journal(os.path.join(self.job_dir, "journal.jsonl"))
+
+    def records(self, kind):
+        return [r for r in self.journal() if r["type"] == kind]
+
+    def summary(self):
+        path = os.path.join(self.job_dir, "journal.jsonl")
+        if not os.path.exists(path):
+            return "(no journal)"
+        return "\n  " + "\n  ".join(json.dumps(r)[:300] for r in self.journal())
+
+    def wait_for_commits(self, proc, count, timeout=90):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            path = os.path.join(self.job_dir, "journal.jsonl")
+            if os.path.exists(path) and sum(r["type"] == "checkpoint_committed" for r in self.journal()) >= count:
+                return
+            if proc.poll() is not None:
+                self.test.fail("gpuhost.exe exited (%d) early:%s" % (proc.returncode, self.summary()))
+            time.sleep(0.1)
+        self.test.fail("no %d commits in time:%s" % (count, self.summary()))
+
+    def resume_lines(self):
+        if not os.path.exists(self.resume_log):
+            return []
+        with open(self.resume_log) as f:
+            return [line.split() for line in f.read().splitlines()]
+
+    def stdout_log(self):
+        with open(os.path.join(self.job_dir, "logs", "stdout.log"), errors="replace") as f:
+            return f.read()
+
+    def final_state(self):
+        with open(self.final, "rb") as f:
+            return f.read()
+
+
+@unittest.skipUnless(IS_WINDOWS_BUILD, "Windows build (gpuhost.exe under Wine)")
+@unittest.skipUnless(NATIVE_TRAINER, "GPUHOST_NATIVE_TRAINER not set")
+class WindowsRun(unittest.TestCase):
+    def assert_exit(self, proc, code, job=None):
+        self.assertEqual(proc.returncode, code, "stderr:\n%s%s" % ((proc.stderr or "")[-4000:],
+                                                                     job.summary() if job else ""))
+
+    def assert_resumed_from_newest(self, job, start_index):
+        records = job.journal()
+        started = records[start_index]
+        self.assertEqual(started["type"], "child_started")
+        bad = {r["id"] for r in records[:start_index] if r["type"] == "checkpoint_bad"}
+        committed = [r for r in records[:start_index]
+                     if r["type"] == "checkpoint_committed" and "ck-%d" % r["seq"] not in bad]
+        self.assertTrue(committed, "nothing committed before the restart:" + job.summary())
+        newest = committed[-1]
+        self.assertEqual(newest["format"], "safetensors")
+        self.assertEqual(started["resume_from"], "ck-%d" % newest["seq"], job.summary())
+        self.assertEqual(started["resume_path"], newest["path"])
+        step = int(newest["path"].rsplit("-", 1)[1].split(".")[0])
+        self.assertIn(["OK", newest["path"], str(step)], job.resume_lines())
+        return newest
+
+    def assert_rerun_resumes(self, job, steps, saved=None):
+        before = len(job.journal())
+        proc = job.run([], job.trainer(steps, every=0, step_time_ms=0))
+        self.assert_exit(proc, 0, job)
+        records = job.journal()
+        first = next(i for i in range(before, len(records)) if records[i]["type"] == "child_started")
+        newest = self.assert_resumed_from_newest(job, first)
+        if saved is not None:
+            # The stop request (a console event too) may make the trainer save once more before it
+            # is stopped: the rerun takes the newest, which is the saved one or a later one.
+            self.assertGreaterEqual(newest["seq"], saved["seq"], "the rerun resumed from before the saved checkpoint")
+        self.assertEqual(job.final_state(), reference_state(steps))
+        return records[before]
+
+    def preempt(self, job, save_request, every=0):
+        flags = ["--drill", "preempt@1.5/20"] + (["--save-request", save_request] if save_request else [])
+        proc = job.run(flags, job.trainer(400, every=every))
+        self.assert_exit(proc, 75, job)
+        records = job.journal()
+        notice = [r for r in records if r["type"] == "notice"]
+        self.assertEqual([n["source"] for n in notice], ["drill"])
+        requested = [r for r in records if r["type"] == "save_requested"]
+        self.assertEqual(len(requested), 1, job.summary())
+        self.assertEqual(records[-1]["outcome"], "preempted")
+        self.assertEqual([r["cause"] for r in records if r["type"] == "child_exited"], ["preempted"])
+        return records, parse_time(notice[0]["deadline"]), requested[0]
+
+    def assert_saved_before(self, job, records, deadline):
+        saves = [r for r in records if r["type"] == "save_completed"]
+        self.assertEqual(len(saves), 1, job.summary())
+        commit = next(r for r in records if r["type"] == "checkpoint_committed" and "ck-%d" % r["seq"] == saves[0]["id"])
+        self.assertLess(parse_time(commit["time"]), deadline)
+        self.assertIn("save requested at step", job.stdout_log())
+        return commit
+
+    def test_kill_drill_resumes_bit_identical(self):
+        job = WinJob(self, "kill-drill")
+        steps = 80
+        proc = job.run(["--drill", "kill@1.5"], job.trainer(steps))
+        self.assert_exit(proc, 0, job)
+        records = job.journal()
+        self.assertEqual([r["cause"] for r in records if r["type"] == "child_exited"], ["drill_kill", "success"],
+                         job.summary())
+        starts = [i for i, r in enumerate(records) if r["type"] == "child_started"]
+        self.assertEqual(len(starts), 2)
+        self.assert_resumed_from_newest(job, starts[1])
+        self.assertEqual(len(job.resume_lines()), 1)
+        self.assertEqual(job.final_state(), reference_state(steps))
+
+    def test_preempt_with_save_request_file(self):
+        job = WinJob(self, "preempt-file")
+        records, deadline, requested = self.preempt(job, "file")
+        self.assertEqual(requested["method"], "file")
+        saved = self.assert_saved_before(job, records, deadline)
+        self.assertFalse(os.path.exists(os.path.join(job.job_dir, "save-request")), "the request file was left")
+        self.assert_rerun_resumes(job, 400, saved)
+
+    def test_save_request_both_saves_under_wine(self):
+        job = WinJob(self, "preempt-both")
+        records, deadline, requested = self.preempt(job, "both")
+        self.assertEqual((requested["method"], requested["signal"]), ("both", "CTRL_BREAK"))
+        saved = self.assert_saved_before(job, records, deadline)
+        self.assert_rerun_resumes(job, 400, saved)
+
+    def test_default_ctrl_break_save_request(self):
+        job = WinJob(self, "preempt-ctrl-break")
+        records, deadline, requested = self.preempt(job, None)
+        self.assertEqual((requested["method"], requested["signal"]), ("signal", "CTRL_BREAK"))
+        # The console event reached the trainer (as CTRL_BREAK on Windows, as CTRL_C under Wine 8:
+        # see the module docstring) and it saved before the deadline.
+        self.assertIn("save requested at step", job.stdout_log(), job.summary())
+        self.assert_saved_before(job, records, deadline)
+        self.assert_rerun_resumes(job, 400)
+
+    def kill_supervisor(self, label, how):
+        job = WinJob(self, label)
+        steps = 400
+        proc = job.start([], job.trainer(steps, extra=["--spawn-grandchild", host_path(job.grandchild_pid_file)]))
+        job.wait_for_commits(proc, 2)
+        find_trainer = lambda: linux_processes_with(host_path(job.pid_file))  # noqa: E731
+        find_grandchild = lambda: linux_processes_with("--sleep-forever", host_path(job.grandchild_pid_file))  # noqa: E731
+        trainer = find_trainer()
+        grandchild = find_grandchild()
+        self.assertEqual(len(trainer), 1, "the trainer's Wine process was not found")
+        self.assertEqual(len(grandchild), 1, "the grandchild's Wine process was not found")
+        how(job, proc)
+        proc.wait(timeout=60)
+        deadline = time.monotonic() + 20
+        while (find_trainer() or find_grandchild()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(find_trainer(), [], "the trainer outlived its supervisor")
+        self.assertEqual(find_grandchild(), [], "the trainer's child outlived the supervisor")
+        self.assertNotEqual(job.journal()[-1]["type"], "supervisor_stopped")
+        started = self.assert_rerun_resumes(job, steps)
+        self.assertEqual(started["type"], "supervisor_started")
+        self.assertTrue(started["after_crash"], started)
+
+    def test_sigkill_of_supervisor_wine_process_kills_trainer_tree(self):
+        # wine-run.sh execs wine, so the Popen pid is the Linux process running gpuhost.exe.
+        self.kill_supervisor("sigkill", lambda job, proc: os.kill(proc.pid, signal.SIGKILL))
+
+    def test_taskkill_of_supervisor_kills_trainer_tree(self):
+        def taskkill(job, proc):
+            pid = job.records("supervisor_started")[-1]["pid"]
+            done = wine(["taskkill", "/F", "/PID", str(pid)], timeout=60)
+            self.assertEqual(done.returncode, 0, done.stderr + done.stdout)
+        self.kill_supervisor("taskkill", taskkill)
+
+
+if __name__ == "__main__":
+    unittest.main()
