@@ -40,8 +40,8 @@ int run_help(CommandContext& context) {
     context.out << "  " << c.name << std::string(width - c.name.size() + 3, ' ') << c.summary << "\n";
   context.out << "\nEvery command accepts --json (machine-readable output), --no-color / --color=auto|always|never,\n"
               << "and --help. Colour is off when NO_COLOR is set or output is not a terminal.\n"
-              << "Exit codes: 0 ok, 1 checks failed, 2 bad command line, 3 could not run, 130 interrupted\n"
-              << "(doc/exit-codes.md).\n\n"
+              << "Exit codes: 0 ok, 1 checks failed, 2 bad command line, 3 could not run, 4 job failed,\n"
+              << "75 preempted (run again to resume), 130 interrupted (doc/exit-codes.md).\n\n"
               << "Examples:\n"
               << "  gpuhost doctor                                    check this host\n"
               << "  gpuhost doctor --json --save r.json               save a report to send to someone\n"

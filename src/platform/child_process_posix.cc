@@ -318,6 +318,17 @@ ResourceUsage self_resource_usage() {
   if (::getrusage(RUSAGE_SELF, &usage) != 0) return out;
   out.cpu_time = to_microseconds(usage.ru_utime) + to_microseconds(usage.ru_stime);
   out.peak_rss_bytes = max_rss_bytes(usage);
+  // ru_maxrss also counts the image this process replaced at exec: Linux carries the old mm's
+  // high-water mark into the new one (fs/exec.c, exec_mmap -> setmax_mm_hiwater_rss), so a
+  // gpuhost started by a 2 GB Python process would report 2 GB. VmHWM (proc(5)) is our own.
+  const std::string status = read_text_file_or_empty("/proc/self/status");
+  if (auto at = status.find("VmHWM:"); at != std::string::npos) {
+    std::string_view rest = std::string_view(status).substr(at + 6);
+    rest.remove_prefix(std::min(rest.find_first_not_of(" \t"), rest.size()));
+    std::uint64_t kib = 0;
+    auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), kib);
+    if (error == std::errc() && end != rest.data()) out.peak_rss_bytes = kib * 1024u;
+  }
   return out;
 }
 
