@@ -16,6 +16,8 @@ packages=(
   python3 python3-torch tmux procps iproute2
   # benchmarks; fio and iperf3 are the anchors `bench` is cross-checked against
   hyperfine fio iperf3
+  # promtool (package prometheus) lints gpuhost serve's /metrics in the integration tests
+  prometheus
 )
 
 missing=()

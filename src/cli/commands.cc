@@ -20,6 +20,8 @@ const std::array k_commands = {
     Command{"jobs", "list the jobs gpuhost run has supervised here, with their state", k_jobs_help, run_jobs},
     Command{"status", "one job's state, checkpoints and events (notices, saves, restarts)", k_status_help, run_status},
     Command{"verify", "validate checkpoint files and directories as gpuhost run does", k_verify_help, run_verify},
+    Command{"serve", "serve Prometheus /metrics for this host's GPUs (dcgm-exporter names), on 127.0.0.1:9808",
+            k_serve_help, run_serve},
     Command{"help", "show the commands, or one command's help: gpuhost help doctor", k_help_help, run_help},
     Command{"version", "print gpuhost's version and build", k_version_help, run_version},
 };

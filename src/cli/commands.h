@@ -26,6 +26,9 @@ int run_status(CommandContext& context);
 extern const char k_verify_help[];
 int run_verify(CommandContext& context);
 
+extern const char k_serve_help[];
+int run_serve(CommandContext& context);
+
 extern const char k_help_help[];
 int run_help(CommandContext& context);
 

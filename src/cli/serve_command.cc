@@ -1,0 +1,154 @@
+#include <chrono>
+#include <ostream>
+
+#include "base/json.h"
+#include "base/strings.h"
+#include "cli/commands.h"
+#include "cli/exit_codes.h"
+#include "platform/files.h"
+#include "platform/system_info.h"
+#include "platform/termination.h"
+#include "telemetry/exporter.h"
+#include "telemetry/http_server.h"
+
+namespace gpuhost::cli {
+
+const char k_serve_help[] = R"(Usage: gpuhost serve [FLAGS]
+
+Serves Prometheus metrics of this host's GPUs at /metrics (text format 0.0.4), read through
+NVML when scraped, with dcgm-exporter's metric names, units and labels, so dashboards and alerts
+written for dcgm-exporter (Grafana dashboard 12239) work unchanged, on Windows too. Also
+gpuhost_* metrics: NVML up/error, metrics NVML cannot give here and why, and gpuhost's own
+CPU time, memory and scrape duration. Every metric: doc/metrics.md. Runs until Ctrl-C or SIGTERM.
+
+Security: listens on 127.0.0.1 by default. Any other address needs --token-file/--token
+(clients send "Authorization: Bearer TOKEN") or an explicit --insecure-no-auth. Requests whose
+Host header names another host are refused (DNS rebinding).
+
+Flags:
+  --bind ADDR            address to listen on (default 127.0.0.1; 0.0.0.0 or :: for all)
+  --port P               TCP port (default 9808; 0 picks a free one, printed at start)
+  --token-file F         require this bearer token (the file's first line)
+  --token T              the same, given inline (visible in process listings: prefer a file)
+  --allow-host NAME      also accept this Host header name (a DNS name of this machine);
+                         repeatable
+  --insecure-no-auth     allow a non-loopback --bind without a token
+  --json                 print {"url": ..., "port": ...} on one line once listening
+  -h, --help
+
+Exit codes:
+  0  stopped by Ctrl-C / SIGTERM
+  2  bad command line (also: a non-loopback --bind without --token-file or --insecure-no-auth)
+  3  cannot listen (address in use, permission denied) or unreadable token file
+
+Examples:
+  gpuhost serve
+  curl -s http://127.0.0.1:9808/metrics | grep DCGM_FI_DEV_GPU_UTIL
+  gpuhost serve --bind 0.0.0.0 --token-file /etc/gpuhost/token
+  gpuhost serve --port 0 --json
+)";
+
+namespace {
+
+constexpr FlagSpec k_serve_flags[] = {{"--bind", true},       {"--port", true},
+                                      {"--token-file", true}, {"--token", true},
+                                      {"--allow-host", true}, {"--insecure-no-auth", false}};
+
+bool is_loopback(std::string_view address) {
+  return address == "localhost" || address == "::1" || address == "[::1]" || address.starts_with("127.");
+}
+
+}  // namespace
+
+int run_serve(CommandContext& context) {
+  std::vector<FlagSpec> specs(std::begin(k_serve_flags), std::end(k_serve_flags));
+  specs.insert(specs.end(), std::begin(k_common_flags), std::end(k_common_flags));
+  auto parsed = parse_args(context.args, specs);
+  if (!parsed)
+    return report_error(context.err, parsed.error().message, "see gpuhost serve --help", k_exit_usage);
+  auto common = common_options(*parsed);
+  if (!common) return report_error(context.err, common.error().message, "", k_exit_usage);
+  if (common->help) {
+    context.out << k_serve_help;
+    return k_exit_ok;
+  }
+  if (!parsed->positionals.empty())
+    return report_error(context.err, "unexpected argument '" + parsed->positionals[0] + "'",
+                        "see gpuhost serve --help", k_exit_usage);
+
+  std::string bind = parsed->value("--bind").value_or("127.0.0.1");
+  if (bind.starts_with('[') && bind.ends_with(']')) bind = bind.substr(1, bind.size() - 2);
+  std::uint16_t port = 9808;
+  if (auto p = parsed->value("--port")) {
+    auto n = parse_int(*p);
+    if (!n || *n < 0 || *n > 65535)
+      return report_error(context.err, "--port must be 0..65535, not '" + *p + "'", "", k_exit_usage);
+    port = static_cast<std::uint16_t>(*n);
+  }
+
+  std::string token;
+  if (auto file = parsed->value("--token-file")) {
+    auto text = platform::read_file(*file);
+    if (!text)
+      return report_error(context.err, "cannot read --token-file: " + text.error().message, "", k_exit_error);
+    auto lines = split_lines(*text);
+    token = lines.empty() ? "" : std::string(trim(lines[0]));
+    if (token.empty())
+      return report_error(context.err, "--token-file " + *file + " is empty", "", k_exit_usage);
+  } else if (auto inline_token = parsed->value("--token")) {
+    token = std::string(trim(*inline_token));
+    if (token.empty()) return report_error(context.err, "--token is empty", "", k_exit_usage);
+  }
+  const bool insecure = parsed->has("--insecure-no-auth");
+  if (!token.empty() && insecure)
+    return report_error(context.err, "--insecure-no-auth contradicts --token/--token-file",
+                        "give one of them", k_exit_usage);
+  if (!is_loopback(bind) && token.empty() && !insecure)
+    return report_error(
+        context.err, "--bind " + bind + " would expose GPU metrics to the network without authentication",
+        "give --token-file FILE (clients send Authorization: Bearer TOKEN), or --insecure-no-auth "
+        "to allow it knowingly",
+        k_exit_usage);
+
+  const std::string hostname = platform::collect_system_info().hostname;
+  std::vector<std::string> extra_hosts = parsed->values("--allow-host");
+  if (!hostname.empty()) extra_hosts.push_back(hostname);
+
+  telemetry::HttpServerOptions options;
+  options.bind_address = bind;
+  options.port = port;
+  options.access.token = token;
+  const bool wildcard = bind == "0.0.0.0" || bind == "::";
+  // A wildcard bind is reached by names we cannot list; there the token is the protection.
+  if (!(wildcard && !token.empty()))
+    options.access.allowed_hosts = telemetry::allowed_host_names(bind, extra_hosts);
+
+  telemetry::MetricsExporter exporter(hostname);
+  platform::install_termination_handlers();
+  auto server = telemetry::HttpServer::start(
+      options, [&exporter](const telemetry::RequestHead& request) { return exporter.handle(request); });
+  if (!server) return report_error(context.err, "cannot listen: " + server.error().message, "", k_exit_error);
+
+  const std::string shown_host = bind.find(':') != std::string::npos ? "[" + bind + "]" : bind;
+  const std::string url = "http://" + (wildcard ? std::string("127.0.0.1") : shown_host) + ":" +
+                          std::to_string((*server)->port()) + "/metrics";
+  if (common->json) {
+    json::Value doc = json::Value::object();
+    doc["url"] = url;
+    doc["port"] = static_cast<std::int64_t>((*server)->port());
+    doc["bind"] = bind;
+    doc["auth"] = token.empty() ? "none" : "bearer";
+    context.out << json::dump(doc) << std::endl;
+  } else {
+    context.out << "gpuhost serve: metrics at " << url << (token.empty() ? "" : " (bearer token required)")
+                << "; Ctrl-C to stop" << std::endl;
+  }
+
+  while (!platform::wait_termination_request(std::chrono::seconds(1))) {
+  }
+  (*server)->stop();
+  platform::notify_shutdown_complete();
+  return k_exit_ok;
+}
+
+}  // namespace gpuhost::cli

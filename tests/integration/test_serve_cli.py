@@ -1,0 +1,223 @@
+"""`gpuhost serve`: Prometheus /metrics backed by the fake NVML, read by a Linux client with
+urllib, linted by Debian's `promtool check metrics`, and its access rules (Host header, bearer
+token, loopback default). The same file runs against the Windows build under Wine (gpuhost.exe
+serving to this Linux client). Standard library only, plus /usr/bin/promtool (Debian
+`prometheus`, scripts/install-deps.sh)."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import unittest
+import urllib.error
+import urllib.request
+
+from gpuhost_test import BIN, IS_WINDOWS_BUILD, WINE, run, scenario_env, tmp_dir, host_path
+
+# Every metric dcgm-exporter's Grafana dashboard 12239 queries: NVIDIA/dcgm-exporter
+# grafana/dcgm-exporter-dashboard.json @1f7abdb ("gnetId": 12239), panel and template "expr"s.
+DASHBOARD_12239_METRICS = [
+    "DCGM_FI_DEV_GPU_TEMP",             # GPU Temperature, GPU Avg. Temp, $instance/$gpu variables
+    "DCGM_FI_DEV_POWER_USAGE",          # GPU Power Usage, GPU Power Total
+    "DCGM_FI_DEV_SM_CLOCK",             # GPU SM Clocks
+    "DCGM_FI_DEV_GPU_UTIL",             # GPU Utilization
+    "DCGM_FI_DEV_FB_USED",              # GPU Framebuffer Mem Used
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",  # Tensor Core Utilization (DCP: needs DCGM, not in NVML)
+]
+# DCGM profiling (DCP) fields have no NVML source; gpuhost lists them in gpuhost_metric_unavailable.
+DCP_ONLY = {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"}
+
+# dcgm-exporter's own names and labels break these promlint rules (modelName is camelCase, its
+# counters lack _total); gpuhost keeps them for compatibility, and only for DCGM_* families.
+ALLOWED_DCGM_LINT = [
+    re.compile(r"^DCGM_\w+ label names should be written in 'snake_case' not 'camelCase'$"),
+    re.compile(r'^DCGM_\w+ counter metrics should have "_total" suffix$'),
+    re.compile(r"^DCGM_\w+ metric name should not include type 'counter'$"),
+]
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
+
+
+def parse_samples(text):
+    """[(name, {label: value}, value)] of a text-format body (label values without escapes)."""
+    out = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = SAMPLE.match(line)
+        assert m, "not a sample line: " + line
+        labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(3) or ""))
+        out.append((m.group(1), labels, m.group(4)))
+    return out
+
+
+def without_dcgm_families(text):
+    return "".join(line + "\n" for line in text.splitlines()
+                   if not re.match(r"^(# (HELP|TYPE) )?DCGM_", line))
+
+
+class Server:
+    """gpuhost serve --port 0 --json in the background; the first stdout line says the port."""
+
+    def __init__(self, args, env=None):
+        full_env = dict(os.environ)
+        full_env["NO_COLOR"] = "1"
+        full_env.update(env or {})
+        cmd = ([WINE] if IS_WINDOWS_BUILD else []) + [BIN, "serve", "--port", "0", "--json"] + list(args)
+        self.proc = subprocess.Popen(cmd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait(timeout=60)
+            raise AssertionError("gpuhost serve printed nothing; stderr:\n" + self.proc.stderr.read())
+        self.start = json.loads(line)
+        self.port = self.start["port"]
+
+    def get(self, path, headers=None, timeout=60):
+        req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.port, path), headers=headers or {})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                return resp.status, dict(resp.headers), resp.read().decode("utf-8")
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read().decode("utf-8")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            if IS_WINDOWS_BUILD:
+                self.proc.kill()   # Wine does not turn SIGTERM into a console event
+            else:
+                self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        return self.proc.returncode
+
+
+class ServeA100(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server([], env=scenario_env("a100_sxm4_80gb_x8"))
+        cls.status, cls.headers, cls.body = cls.server.get("/metrics")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def test_start_line_names_url_and_loopback_bind(self):
+        self.assertEqual(self.server.start["bind"], "127.0.0.1")
+        self.assertEqual(self.server.start["url"], "http://127.0.0.1:%d/metrics" % self.server.port)
+        self.assertGreater(self.server.port, 0)
+
+    def test_metrics_are_text_format_0_0_4(self):
+        self.assertEqual(self.status, 200)
+        self.assertEqual(self.headers["Content-Type"], "text/plain; version=0.0.4; charset=utf-8")
+        self.assertTrue(self.body.endswith("\n"))
+
+    def test_every_gpu_has_dcgm_series_with_dcgm_labels(self):
+        samples = parse_samples(self.body)
+        temps = [labels for name, labels, _ in samples if name == "DCGM_FI_DEV_GPU_TEMP"]
+        self.assertEqual(sorted(int(l["gpu"]) for l in temps), list(range(8)))
+        for labels in temps:
+            for key in ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "DCGM_FI_DRIVER_VERSION"):
+                self.assertIn(key, labels)
+            self.assertEqual(labels["modelName"], "NVIDIA A100-SXM4-80GB")
+            self.assertEqual(labels["DCGM_FI_DRIVER_VERSION"], "535.104.05")
+            self.assertTrue(labels["UUID"].startswith("GPU-"))
+        power = [float(v) for name, _, v in samples if name == "DCGM_FI_DEV_POWER_USAGE"]
+        self.assertEqual(len(power), 8)
+        self.assertTrue(all(10 < p < 1000 for p in power), power)  # watts, not milliwatts
+        self.assertIn(("gpuhost_nvml_up", {}, "1"), samples)
+
+    def test_every_metric_of_grafana_dashboard_12239_is_present_or_explained(self):
+        samples = parse_samples(self.body)
+        names = {name for name, _, _ in samples}
+        unavailable = {labels["metric"] for name, labels, _ in samples if name == "gpuhost_metric_unavailable"}
+        for metric in DASHBOARD_12239_METRICS:
+            if metric in DCP_ONLY:
+                self.assertIn(metric, unavailable, metric + " neither emitted nor listed as unavailable")
+            else:
+                self.assertIn(metric, names)
+
+    def test_promtool_finds_no_format_error_and_no_lint_beyond_dcgm_names(self):
+        full = subprocess.run([PROMTOOL, "check", "metrics"], input=self.body, capture_output=True, text=True,
+                              timeout=60)
+        self.assertIn(full.returncode, (0, 3), "promtool parse error:\n" + full.stdout + full.stderr)
+        for line in (full.stdout + full.stderr).splitlines():
+            if line.strip():
+                self.assertTrue(any(p.match(line) for p in ALLOWED_DCGM_LINT), "unexpected lint: " + line)
+        own = subprocess.run([PROMTOOL, "check", "metrics"], input=without_dcgm_families(self.body),
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(own.returncode, 0, own.stdout + own.stderr)
+
+    def test_self_metrics_are_present(self):
+        names = {name for name, _, _ in parse_samples(self.body)}
+        for metric in ("gpuhost_scrape_duration_seconds", "gpuhost_process_cpu_seconds_total",
+                       "gpuhost_process_peak_resident_memory_bytes"):
+            self.assertIn(metric, names)
+
+    def test_landing_page_links_metrics(self):
+        status, headers, body = self.server.get("/")
+        self.assertEqual(status, 200)
+        self.assertIn('href="metrics"', body)
+        self.assertEqual(self.server.get("/nope")[0], 404)
+
+    def test_foreign_host_header_is_refused(self):
+        status, _, body = self.server.get("/metrics", headers={"Host": "attacker.example:%d" % self.server.port})
+        self.assertEqual(status, 403)
+        self.assertNotIn("attacker.example", body)
+        self.assertNotIn("DCGM_", body)
+
+
+class ServeAccess(unittest.TestCase):
+    def test_non_loopback_bind_without_token_exits_2(self):
+        proc = run(["serve", "--bind", "0.0.0.0", "--port", "0"], env=scenario_env("a100_sxm4_80gb_x8"), timeout=60)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("without authentication", proc.stderr)
+        self.assertIn("--token-file", proc.stderr)
+
+    def test_token_is_required_and_never_echoed(self):
+        token_file = os.path.join(tmp_dir("serve"), "token")
+        with open(token_file, "w") as f:
+            f.write("tok-123456789\n")
+        server = Server(["--token-file", host_path(token_file)], env=scenario_env("a100_sxm4_80gb_x8"))
+        try:
+            status, headers, body = server.get("/metrics")
+            self.assertEqual(status, 401)
+            self.assertIn("Bearer", headers.get("WWW-Authenticate", ""))
+            status, _, body = server.get("/metrics", headers={"Authorization": "Bearer wrong"})
+            self.assertEqual(status, 401)
+            status, _, body = server.get("/metrics", headers={"Authorization": "Bearer tok-123456789"})
+            self.assertEqual(status, 200)
+            self.assertIn("DCGM_FI_DEV_GPU_UTIL", body)
+            self.assertNotIn("tok-123456789", body)
+        finally:
+            server.stop()
+        self.assertNotIn("tok-123456789", json.dumps(server.start))
+
+    def test_nvml_without_driver_gives_up_zero_not_a_failed_scrape(self):
+        server = Server([], env=scenario_env("no_driver"))
+        try:
+            status, _, body = server.get("/metrics")
+        finally:
+            server.stop()
+        self.assertEqual(status, 200)
+        up = [(labels, v) for name, labels, v in parse_samples(body) if name == "gpuhost_nvml_up"]
+        self.assertEqual(len(up), 1)
+        self.assertEqual(up[0][1], "0")
+        self.assertIn("error", up[0][0])
+        self.assertNotIn("DCGM_FI_DEV_GPU_TEMP{", body)
+
+    @unittest.skipIf(IS_WINDOWS_BUILD, "Wine does not turn SIGTERM into a console event")
+    def test_sigterm_stops_cleanly(self):
+        server = Server([], env=scenario_env("a100_sxm4_80gb_x8"))
+        self.assertEqual(server.get("/metrics")[0], 200)
+        self.assertEqual(server.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
