@@ -8,4 +8,7 @@ namespace gpuhost {
 // "2026-11-30T20:13:14Z" for a point in time (UTC, whole seconds). Pure: no time zone database.
 [[nodiscard]] std::string format_rfc3339_utc(std::chrono::system_clock::time_point t);
 
+// "2026-11-30T20:13:14.123Z": the same with milliseconds (truncated).
+[[nodiscard]] std::string format_rfc3339_utc_millis(std::chrono::system_clock::time_point t);
+
 }  // namespace gpuhost

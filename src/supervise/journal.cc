@@ -5,6 +5,7 @@
 
 #include "base/checksum.h"
 #include "base/strings.h"
+#include "base/time_format.h"
 #include "platform/files.h"
 
 namespace gpuhost::supervise {
@@ -114,11 +115,6 @@ Result<ParsedJournal> read_parsed(const std::filesystem::path& path) {
   auto text = platform::read_file(path, k_max_journal_bytes);
   if (!text) return std::unexpected(text.error());
   return parse_journal(*text);
-}
-
-void append_two_digits(std::string& out, long value) {
-  out += static_cast<char>('0' + value / 10);
-  out += static_cast<char>('0' + value % 10);
 }
 
 // Reads exactly `digits` decimal digits at `pos`.
@@ -243,28 +239,7 @@ Result<const JournalRecord*> Journal::append(std::string_view type, json::Value 
   return &m_state->contents.records.back();
 }
 
-std::string journal_time(std::chrono::system_clock::time_point t) {
-  using namespace std::chrono;
-  auto ms = floor<milliseconds>(t);
-  auto days = floor<std::chrono::days>(ms);
-  year_month_day ymd{days};
-  hh_mm_ss<milliseconds> hms{ms - days};
-  char date[16];
-  std::snprintf(date, sizeof date, "%04d-%02u-%02u", static_cast<int>(ymd.year()),
-                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()));
-  std::string out = date;
-  out += 'T';
-  append_two_digits(out, static_cast<long>(hms.hours().count()));
-  out += ':';
-  append_two_digits(out, static_cast<long>(hms.minutes().count()));
-  out += ':';
-  append_two_digits(out, static_cast<long>(hms.seconds().count()));
-  char fraction[8];
-  std::snprintf(fraction, sizeof fraction, ".%03ld", static_cast<long>(hms.subseconds().count()));
-  out += fraction;
-  out += 'Z';
-  return out;
-}
+std::string journal_time(std::chrono::system_clock::time_point t) { return format_rfc3339_utc_millis(t); }
 
 std::optional<std::chrono::system_clock::time_point> parse_journal_time(std::string_view text) {
   using namespace std::chrono;
