@@ -8,7 +8,9 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
+import time
 import unittest
 import urllib.error
 import urllib.request
@@ -217,6 +219,88 @@ class ServeAccess(unittest.TestCase):
         server = Server([], env=scenario_env("a100_sxm4_80gb_x8"))
         self.assertEqual(server.get("/metrics")[0], 200)
         self.assertEqual(server.stop(), 0)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@unittest.skipUnless(shutil.which("prometheus"), "Debian's prometheus is not installed (scripts/install-deps.sh)")
+class RealPrometheusScrapes(unittest.TestCase):
+    """A real Prometheus server (Debian's) scrapes gpuhost serve (fake NVML, eight A100s) with the
+    job from deploy/prometheus.yml pointed at the test's port; its HTTP API must then report the
+    target up and return a DCGM_FI_DEV_GPU_UTIL series per GPU with dcgm-exporter's labels."""
+
+    def setUp(self):
+        self.server = Server([], env=scenario_env("a100_sxm4_80gb_x8"))
+        self.addCleanup(self.server.stop)
+        directory = tmp_dir("serve-prometheus")
+        shutil.rmtree(os.path.join(directory, "data"), ignore_errors=True)
+        deploy = os.path.join(os.path.dirname(__file__), "..", "..", "deploy", "prometheus.yml")
+        with open(deploy) as f:
+            config = f.read()
+        self.assertIn('"127.0.0.1:9808"', config)
+        config = config.replace("scrape_interval: 15s", "scrape_interval: 1s")
+        config = config.replace('"127.0.0.1:9808"', '"127.0.0.1:%d"' % self.server.port)
+        config_path = os.path.join(directory, "prometheus.yml")
+        with open(config_path, "w") as f:
+            f.write(config)
+        self.api_port = free_port()
+        self.log = open(os.path.join(directory, "prometheus.log"), "w")
+        self.addCleanup(self.log.close)
+        self.prometheus = subprocess.Popen(
+            ["prometheus", "--config.file=" + config_path, "--storage.tsdb.path=" + os.path.join(directory, "data"),
+             "--web.listen-address=127.0.0.1:%d" % self.api_port], stdout=self.log, stderr=subprocess.STDOUT)
+        self.addCleanup(self.stop_prometheus)
+
+    def stop_prometheus(self):
+        self.prometheus.terminate()
+        try:
+            self.prometheus.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.prometheus.kill()
+            self.prometheus.wait()
+
+    def api(self, path):
+        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.api_port, path), timeout=10) as resp:
+            return json.loads(resp.read().decode("utf-8"))
+
+    def wait_for(self, what, fetch, deadline_s=90):
+        deadline = time.monotonic() + deadline_s
+        last = None
+        while time.monotonic() < deadline:
+            if self.prometheus.poll() is not None:
+                self.fail("prometheus exited (%d); see its log in %s" % (self.prometheus.returncode, self.log.name))
+            try:
+                last = fetch()
+                if last:
+                    return last
+            except (urllib.error.URLError, ConnectionError, json.JSONDecodeError) as e:
+                last = e
+            time.sleep(0.5)
+        self.fail("%s: not seen within %d s (last: %r)" % (what, deadline_s, last))
+
+    def test_target_up_and_gpu_util_queryable(self):
+        def target_up():
+            targets = self.api("/api/v1/targets")["data"]["activeTargets"]
+            ours = [t for t in targets if t["labels"].get("job") == "gpuhost"]
+            return ours if ours and ours[0]["health"] == "up" else None
+        target = self.wait_for("gpuhost target up", target_up)[0]
+        self.assertEqual(target["lastError"], "")
+
+        def util_series():
+            result = self.api("/api/v1/query?query=DCGM_FI_DEV_GPU_UTIL")["data"]["result"]
+            return result if len(result) == 8 else None
+        series = self.wait_for("eight DCGM_FI_DEV_GPU_UTIL series", util_series)
+        self.assertEqual(sorted(int(s["metric"]["gpu"]) for s in series), list(range(8)))
+        for s in series:
+            self.assertIn("A100", s["metric"]["modelName"])
+            self.assertTrue(s["metric"]["UUID"].startswith("GPU-"))
+            self.assertGreaterEqual(float(s["value"][1]), 0.0)
+        up = self.api("/api/v1/query?query=up%7Bjob%3D%22gpuhost%22%7D")["data"]["result"]
+        self.assertEqual([u["value"][1] for u in up], ["1"])
 
 
 if __name__ == "__main__":
