@@ -7,7 +7,7 @@
 
 #include "gpu/collector.h"
 #include "gpu/nvml_library.h"
-#include "platform/environment.h"
+#include "platform/scoped_env.h"
 
 namespace gpuhost::gpu::testing {
 
@@ -27,30 +27,7 @@ inline std::string scenario_path(const std::string& name) {
   return std::string(GPUHOST_FAKE_NVML_SCENARIOS) + "/" + name + ".json";
 }
 
-// Sets (or, given nullopt, removes) an environment variable for one scope and restores the
-// previous state after.
-class ScopedEnv {
- public:
-  ScopedEnv(std::string name, const std::optional<std::string>& value)
-      : m_name(std::move(name)), m_old(platform::get_env(m_name)) {
-    if (value)
-      platform::set_env(m_name, *value);
-    else
-      platform::unset_env(m_name);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  ~ScopedEnv() {
-    if (m_old)
-      platform::set_env(m_name, *m_old);
-    else
-      platform::unset_env(m_name);
-  }
-
- private:
-  std::string m_name;
-  std::optional<std::string> m_old;
-};
+using platform::ScopedEnv;
 
 // take_snapshot() with `library` as $GPUHOST_NVML_LIBRARY answering from `scenario`.
 inline GpuSnapshot snapshot_of(const std::string& scenario, const std::string& library = k_fake_nvml) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "platform/environment.h"
+#include "platform/scoped_env.h"
 #include "platform/process.h"
 #include "platform/system_info.h"
 
@@ -35,29 +36,7 @@ class TempDir : public ::testing::Test {
   std::filesystem::path m_dir;
 };
 
-// Sets an environment variable for one test and puts the old value back.
-class ScopedEnv {
- public:
-  ScopedEnv(std::string name, std::optional<std::string> value)
-      : m_name(std::move(name)), m_old(platform::get_env(m_name)) {
-    if (value)
-      platform::set_env(m_name, *value);
-    else
-      platform::unset_env(m_name);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  ~ScopedEnv() {
-    if (m_old)
-      platform::set_env(m_name, *m_old);
-    else
-      platform::unset_env(m_name);
-  }
-
- private:
-  std::string m_name;
-  std::optional<std::string> m_old;
-};
+using platform::ScopedEnv;
 
 JobSpec sample_spec() {
   JobSpec spec;
