@@ -18,17 +18,18 @@
 namespace gpuhost {
 namespace {
 
-// Reflected CRC-32 polynomial 0xEDB88320 (IEEE 802.3; PKWARE APPNOTE.TXT 4.4.7 for zip).
+// Reflected CRC-32 polynomial 0xEDB88320 (IEEE 802.3; PKWARE APPNOTE.TXT 4.4.7 for zip) and
+// CRC-32C's 0x82F63B78 (Castagnoli; RFC 3720 B.4).
 // Slicing-by-8 (Kounavis and Berry, "Novel Table Lookup-Based Algorithms for High-Performance
 // CRC Generation", IEEE Trans. Computers 2008): table k maps a byte to its CRC contribution
 // k bytes further on, so eight bytes are folded per step.
 using CrcTables = std::array<std::array<std::uint32_t, 256>, 8>;
 
-constexpr CrcTables make_crc_tables() {
+constexpr CrcTables make_crc_tables(std::uint32_t reflected_polynomial) {
   CrcTables t{};
   for (std::uint32_t i = 0; i < 256; ++i) {
     std::uint32_t c = i;
-    for (int bit = 0; bit < 8; ++bit) c = (c & 1u) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+    for (int bit = 0; bit < 8; ++bit) c = (c & 1u) ? (c >> 1) ^ reflected_polynomial : c >> 1;
     t[0][i] = c;
   }
   for (std::size_t k = 1; k < 8; ++k)
@@ -36,8 +37,10 @@ constexpr CrcTables make_crc_tables() {
   return t;
 }
 
-constexpr CrcTables k_crc_tables = make_crc_tables();
+constexpr CrcTables k_crc_tables = make_crc_tables(0xEDB88320u);
 static_assert(k_crc_tables[0][1] == 0x77073096u, "CRC-32 table entry 1 (zlib crc32.c table)");
+constexpr CrcTables k_crc32c_tables = make_crc_tables(0x82F63B78u);
+static_assert(k_crc32c_tables[0][1] == 0xF26B8303u, "CRC-32C table entry 1 (RFC 4960 appendix C, crc_c[1])");
 
 std::uint32_t load_le32(const unsigned char* p) {
   return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
@@ -108,10 +111,46 @@ bool cpu_has_clmul() {
 }
 #endif
 
+// The table-driven CRC over `bytes` bytes; `c` and the result are the raw (inverted) register.
+std::uint32_t slice_by_8(const CrcTables& t, std::uint32_t c, const unsigned char* p, std::size_t bytes) {
+  while (bytes >= 8) {
+    std::uint32_t lo = load_le32(p) ^ c;
+    std::uint32_t hi = load_le32(p + 4);
+    c = t[7][lo & 0xFFu] ^ t[6][(lo >> 8) & 0xFFu] ^ t[5][(lo >> 16) & 0xFFu] ^ t[4][lo >> 24] ^
+        t[3][hi & 0xFFu] ^ t[2][(hi >> 8) & 0xFFu] ^ t[1][(hi >> 16) & 0xFFu] ^ t[0][hi >> 24];
+    p += 8;
+    bytes -= 8;
+  }
+  while (bytes-- > 0) c = (c >> 8) ^ t[0][(c ^ *p++) & 0xFFu];
+  return c;
+}
+
+#ifdef GPUHOST_CRC32_CLMUL
+// SSE4.2's CRC32 instruction computes CRC-32C (Intel SDM vol. 2A, "CRC32 — Accumulate CRC32
+// Value": polynomial 11EDC6F41H) on the raw register, eight bytes at a time. One dependency
+// chain runs at about 8 bytes per 3 cycles, well past what the event files need.
+__attribute__((target("sse4.2"))) std::uint32_t crc32c_sse42(std::uint32_t c, const unsigned char* p,
+                                                             std::size_t bytes) {
+  std::uint64_t c64 = c;
+  for (; bytes >= 8; p += 8, bytes -= 8) {
+    std::uint64_t word;
+    std::memcpy(&word, p, 8);
+    c64 = _mm_crc32_u64(c64, word);
+  }
+  c = static_cast<std::uint32_t>(c64);
+  for (; bytes > 0; --bytes) c = _mm_crc32_u8(c, *p++);
+  return c;
+}
+
+bool cpu_has_sse42() {
+  static const bool has = __builtin_cpu_supports("sse4.2");
+  return has;
+}
+#endif
+
 }  // namespace
 
 std::uint32_t crc32_update(std::uint32_t crc, const void* data, std::size_t bytes) {
-  const auto& t = k_crc_tables;
   const auto* p = static_cast<const unsigned char*>(data);
   std::uint32_t c = ~crc;
 #ifdef GPUHOST_CRC32_CLMUL
@@ -122,16 +161,19 @@ std::uint32_t crc32_update(std::uint32_t crc, const void* data, std::size_t byte
     bytes -= folded;
   }
 #endif
-  while (bytes >= 8) {
-    std::uint32_t lo = load_le32(p) ^ c;
-    std::uint32_t hi = load_le32(p + 4);
-    c = t[7][lo & 0xFFu] ^ t[6][(lo >> 8) & 0xFFu] ^ t[5][(lo >> 16) & 0xFFu] ^ t[4][lo >> 24] ^
-        t[3][hi & 0xFFu] ^ t[2][(hi >> 8) & 0xFFu] ^ t[1][(hi >> 16) & 0xFFu] ^ t[0][hi >> 24];
-    p += 8;
-    bytes -= 8;
-  }
-  while (bytes-- > 0) c = (c >> 8) ^ t[0][(c ^ *p++) & 0xFFu];
-  return ~c;
+  return ~slice_by_8(k_crc_tables, c, p, bytes);
+}
+
+std::uint32_t crc32c_update(std::uint32_t crc, const void* data, std::size_t bytes) {
+  const auto* p = static_cast<const unsigned char*>(data);
+#ifdef GPUHOST_CRC32_CLMUL
+  if (cpu_has_sse42()) return ~crc32c_sse42(~crc, p, bytes);
+#endif
+  return crc32c_update_portable(crc, p, bytes);
+}
+
+std::uint32_t crc32c_update_portable(std::uint32_t crc, const void* data, std::size_t bytes) {
+  return ~slice_by_8(k_crc32c_tables, ~crc, static_cast<const unsigned char*>(data), bytes);
 }
 
 ContentHasher::ContentHasher() : m_state(XXH3_createState()) {

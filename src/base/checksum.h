@@ -15,6 +15,17 @@ namespace gpuhost {
   return crc32_update(0, data.data(), data.size());
 }
 
+// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78): the iSCSI checksum (RFC 3720 B.4), also
+// the one TensorBoard's event-file record framing uses. Same calling convention as crc32_update.
+// The SSE4.2 CRC32 instruction on x86-64 CPUs that have it, slicing-by-8 tables elsewhere.
+// Thread-safe.
+[[nodiscard]] std::uint32_t crc32c_update(std::uint32_t crc, const void* data, std::size_t bytes);
+[[nodiscard]] inline std::uint32_t crc32c(std::string_view data) {
+  return crc32c_update(0, data.data(), data.size());
+}
+// The table path alone, whatever the CPU has: what non-x86 hosts run; tests compare the two.
+[[nodiscard]] std::uint32_t crc32c_update_portable(std::uint32_t crc, const void* data, std::size_t bytes);
+
 // XXH3-128 of a stream of bytes (xxHash, Debian libxxhash-dev, header only). Not cryptographic:
 // it detects corruption and change, not tampering. Move-only; not thread-safe.
 class ContentHasher {

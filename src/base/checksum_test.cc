@@ -73,6 +73,66 @@ TEST(Crc32, UnalignedStartGivesTheSameValue) {
   EXPECT_EQ(crc32_update(0, shifted.data() + 3, data.size()), crc32_update(0, data.data(), data.size()));
 }
 
+// CRC-32C one bit at a time (reflected polynomial 0x82F63B78).
+std::uint32_t bitwise_crc32c(const unsigned char* p, std::size_t n) {
+  std::uint32_t c = 0xFFFFFFFFu;
+  for (std::size_t i = 0; i < n; ++i) {
+    c ^= p[i];
+    for (int bit = 0; bit < 8; ++bit) c = (c & 1u) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+  }
+  return ~c;
+}
+
+// Both paths (SSE4.2 where the CPU has it, and the tables), which must agree.
+std::uint32_t crc32c_of(const std::vector<unsigned char>& bytes) {
+  const std::uint32_t crc = crc32c_update(0, bytes.data(), bytes.size());
+  EXPECT_EQ(crc32c_update_portable(0, bytes.data(), bytes.size()), crc);
+  return crc;
+}
+
+TEST(Crc32c, MatchesTheIscsiExamplesOfRfc3720) {
+  // RFC 3720 appendix B.4 "CRC Examples"; the RFC lists the CRC bytes as sent, least significant
+  // byte first (aa 36 91 8a is 0x8A9136AA).
+  EXPECT_EQ(crc32c_of(std::vector<unsigned char>(32, 0x00)), 0x8A9136AAu);
+  EXPECT_EQ(crc32c_of(std::vector<unsigned char>(32, 0xFF)), 0x62A8AB43u);
+  std::vector<unsigned char> ascending(32), descending(32);
+  for (unsigned i = 0; i < 32; ++i) {
+    ascending[i] = static_cast<unsigned char>(i);
+    descending[i] = static_cast<unsigned char>(31 - i);
+  }
+  EXPECT_EQ(crc32c_of(ascending), 0x46DD794Eu);
+  EXPECT_EQ(crc32c_of(descending), 0x113FDB5Cu);
+  const std::vector<unsigned char> read_pdu = {
+      0x01, 0xc0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x14, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x18,
+      0x28, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+  EXPECT_EQ(crc32c_of(read_pdu), 0xD9963A56u);
+}
+
+TEST(Crc32c, MatchesTheCatalogueCheckValue) {
+  // "check" of CRC-32/ISCSI in Greg Cook's CRC catalogue.
+  EXPECT_EQ(crc32c("123456789"), 0xE3069283u);
+  EXPECT_EQ(crc32c(""), 0u);
+  EXPECT_NE(crc32c("123456789"), crc32("123456789"));
+}
+
+TEST(Crc32c, MatchesTheBitwiseDefinitionAtEveryLengthAlignmentAndSplit) {
+  auto data = xxhash_sanity_buffer(700);
+  for (std::size_t offset = 0; offset < 8; ++offset)
+    for (std::size_t n = 0; n + offset <= data.size(); n += (n < 100 ? 1 : 29)) {
+      const std::uint32_t want = bitwise_crc32c(data.data() + offset, n);
+      ASSERT_EQ(crc32c_update(0, data.data() + offset, n), want) << "length " << n << " at " << offset;
+      ASSERT_EQ(crc32c_update_portable(0, data.data() + offset, n), want) << "tables, length " << n;
+    }
+  std::uint32_t whole = crc32c_update(0, data.data(), data.size());
+  for (std::size_t split = 0; split <= data.size(); split += 3) {
+    std::uint32_t crc = crc32c_update(0, data.data(), split);
+    ASSERT_EQ(crc32c_update(crc, data.data() + split, data.size() - split), whole) << split;
+    crc = crc32c_update_portable(0, data.data(), split);
+    ASSERT_EQ(crc32c_update_portable(crc, data.data() + split, data.size() - split), whole) << split;
+  }
+}
+
 TEST(ContentHasher, MatchesXxhashSanityVectors) {
   // XSUM_XXH128_testdata in xxHash's cli/xsum_sanity_check.c, printed in canonical form
   // (high 64 bits first), as `xxhsum -H2` does.

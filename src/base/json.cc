@@ -198,7 +198,8 @@ void append_value(std::string& out, const Value& v, int indent, int depth) {
 Result<Value> parse(std::string_view text) {
   try {
     return from_nlohmann(nlohmann::ordered_json::parse(text.begin(), text.end()));
-  } catch (const nlohmann::ordered_json::parse_error& e) {
+  } catch (const nlohmann::ordered_json::exception& e) {
+    // Not only parse_error: a number beyond double's range (1e400) throws out_of_range.406.
     // e.what() reads "[json.exception.parse_error.101] parse error at line 1, column 5: ..."
     std::string what = e.what();
     auto pos = what.find("] ");

@@ -50,5 +50,12 @@ TEST(Json, LenientGettersFallBackOnWrongType) {
   EXPECT_EQ(v->get_string("missing", "none"), "none");
 }
 
+TEST(Json, NumberOutOfRangeIsAParseErrorNotAnException) {
+  auto parsed = parse(R"({"loss": 1e400})");
+  ASSERT_FALSE(parsed);
+  EXPECT_EQ(parsed.error().code, ErrorCode::parse_error);
+  EXPECT_NE(parsed.error().message.find("1e400"), std::string::npos) << parsed.error().message;
+}
+
 }  // namespace
 }  // namespace gpuhost::json
