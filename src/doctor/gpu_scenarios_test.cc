@@ -152,6 +152,18 @@ TEST(GpuScenarios, MinimalLibraryReportsMissingFunctions) {
   EXPECT_NE(out.find("gpu.nvml.missing_functions")->evidence[0].find("nvmlDeviceGetMemoryInfo"), std::string::npos);
 }
 
+TEST(GpuScenarios, DriverWithoutGpmIsNotReportedAsMissingFunctions) {
+  HostFacts f;
+  f.gpu = gpu::testing::snapshot_of("a100_sxm4_80gb_x8");
+  f.gpu.missing_symbols = {"nvmlGpmMetricsGet", "nvmlGpmSampleGet"};  // a pre-R520 driver
+  auto out = gpu_findings(f);
+  EXPECT_EQ(out.find("gpu.nvml.missing_functions"), nullptr) << dump(out);
+  f.gpu.missing_symbols.push_back("nvmlDeviceGetMemoryInfo");
+  auto with_real_gap = gpu_findings(f);
+  ASSERT_NE(with_real_gap.find("gpu.nvml.missing_functions"), nullptr) << dump(with_real_gap);
+  EXPECT_EQ(with_real_gap.find("gpu.nvml.missing_functions")->evidence[0], "nvmlDeviceGetMemoryInfo");
+}
+
 TEST(GpuScenarios, MalformedScenarioIsAnInitFailureNotACrash) {
   auto f = facts_for("malformed", platform::OsFamily::linux);
   auto out = gpu_findings(f);

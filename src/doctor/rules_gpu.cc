@@ -121,10 +121,16 @@ void judge_library(const HostFacts& facts, Findings& out) {
                     : "install the driver's compute library (Debian: libcuda1; Ubuntu: libnvidia-compute-<branch>), or in a "
                       "container start it with --gpus all / the NVIDIA container toolkit";
   }
-  if (!g.missing_symbols.empty()) {
+  // GPM (nvmlGpm*, the profiling counters gpuhost serve exports on Hopper and later) arrived
+  // with the R520 drivers (NVML API reference, "GPM Methods"); an older driver lacking them is
+  // not a broken one: serve lists those metrics as unavailable instead.
+  std::vector<std::string> missing;
+  for (const auto& name : g.missing_symbols)
+    if (!name.starts_with("nvmlGpm")) missing.push_back(name);
+  if (!missing.empty()) {
     auto& f = out.add(Layer::gpu, Severity::warn, "gpu.nvml.missing_functions",
                       "The NVML library lacks functions gpuhost uses (old or partial driver)");
-    f.evidence.push_back(join(g.missing_symbols, ", "));
+    f.evidence.push_back(join(missing, ", "));
     f.fix = "update the NVIDIA driver: " + driver_install_fix(facts);
   }
   if (g.count_error) {
