@@ -3,11 +3,12 @@
 # Idempotent and quiet: when everything is already installed it only runs dpkg-query.
 # Usage: scripts/install-deps.sh        (as root, or with sudo available)
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
   # build
   build-essential cmake ninja-build pkg-config git ca-certificates
-  nlohmann-json3-dev libtomlplusplus-dev libxxhash-dev
+  nlohmann-json3-dev libtomlplusplus-dev libxxhash-dev libcurl4-openssl-dev libssl-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   clang-format
   # Windows cross build and the Wine that runs its tests
@@ -16,9 +17,16 @@ packages=(
   python3 python3-torch tmux procps iproute2
   # benchmarks; fio and iperf3 are the anchors `bench` is cross-checked against
   hyperfine fio iperf3
-  # promtool (package prometheus) lints gpuhost serve's /metrics in the integration tests
-  prometheus
+  # promtool (package prometheus) lints gpuhost serve's /metrics in the integration tests;
+  # prometheus-node-exporter and wrk are the anchor and the load of the scrape benchmark
+  prometheus prometheus-node-exporter wrk
+  # the dashboard's browser test drives Debian's Chromium with npm playwright-core (tests/browser/)
+  chromium
 )
+# uPlot (web/) and playwright-core come from npm. Debian's nodejs/npm only when no Node.js is
+# installed: machines that have one (e.g. from NodeSource, whose nodejs bundles npm) would get a
+# package conflict from Debian's npm.
+if ! command -v npm >/dev/null 2>&1; then packages+=(nodejs npm); fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -26,7 +34,21 @@ for p in "${packages[@]}"; do
   [ "$status" = installed ] || missing+=("$p")
 done
 
+# npm packages, pinned by each folder's package-lock.json; node_modules/ is not committed.
+install_npm() {
+  local dir
+  for dir in web tests/browser; do
+    [ -f "$dir/package-lock.json" ] || continue
+    if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules" ]; then
+      echo "install-deps: npm ci in $dir"
+      (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+      touch "$dir/node_modules"
+    fi
+  done
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
+  install_npm
   exit 0
 fi
 
@@ -36,4 +58,5 @@ if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_npm
 echo "install-deps: done"

@@ -2,8 +2,10 @@
 // point, its --help text with examples, and a line in README.md.
 #include <array>
 
+#include "cli/ckpt_command.h"
 #include "cli/command.h"
 #include "cli/commands.h"
+#include "cli/top_command.h"
 
 namespace gpuhost::cli {
 
@@ -20,8 +22,12 @@ const std::array k_commands = {
     Command{"jobs", "list the jobs gpuhost run has supervised here, with their state", k_jobs_help, run_jobs},
     Command{"status", "one job's state, checkpoints and events (notices, saves, restarts)", k_status_help, run_status},
     Command{"verify", "validate checkpoint files and directories as gpuhost run does", k_verify_help, run_verify},
+    Command{"ckpt", "list, verify, pull, push and prune checkpoints in object storage (gpuhost run --remote)",
+            k_ckpt_help, run_ckpt},
     Command{"serve", "serve Prometheus /metrics for this host's GPUs (dcgm-exporter names), on 127.0.0.1:9808",
             k_serve_help, run_serve},
+    Command{"top", "live view of the GPUs, their processes and the training job (loss, step, checkpoint)",
+            k_top_help, run_top},
     Command{"help", "show the commands, or one command's help: gpuhost help doctor", k_help_help, run_help},
     Command{"version", "print gpuhost's version and build", k_version_help, run_version},
 };

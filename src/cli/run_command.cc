@@ -9,8 +9,11 @@
 #include "cli/exit_codes.h"
 #include "cli/job_render.h"
 #include "platform/files.h"
+#include "platform/system_info.h"
 #include "supervise/job.h"
 #include "supervise/supervisor.h"
+#include "telemetry/exporter.h"
+#include "telemetry/http_server.h"
 
 namespace gpuhost::cli {
 
@@ -75,10 +78,30 @@ Restarts:
                          bad and fall back to the one before (default 3; 0 disables)
   --crash-window SECONDS a failure this soon after start counts as quick (default 120)
 
+Remote mirror (doc/remote-store.md):
+  --remote URL           upload every committed checkpoint in the background to object
+                         storage (s3://bucket/prefix?endpoint=...&region=..., file:///dir), the
+                         manifest last; on a host with no local checkpoint, resume from the
+                         newest remote one. A notice's deadline covers the save and the upload
+  --encrypt SUITE        encrypt before upload: aes-256-gcm or sm4 (doc/encryption.md)
+  --encryption-key-file FILE
+                         the 256-bit key (else GPUHOST_ENCRYPTION_KEY_FILE or
+                         GPUHOST_ENCRYPTION_KEY; never on the command line). Also reads an
+                         encrypted remote without --encrypt
+
 Rehearsal:
   --drill preempt@T[/D]  deliver a preemption notice T seconds after the start, with a
                          deadline D seconds later (default 30)
   --drill kill@T         kill the trainer's whole process tree at T seconds (repeatable)
+
+Dashboard:
+  --dashboard[=ADDR]     serve this job's live dashboard and /metrics while it runs (loss
+                         and other training curves, GPUs, checkpoint/notice/restart
+                         markers); ADDR is HOST:PORT, default 127.0.0.1:9809 (a free port
+                         when that one is taken); the URL is printed at start
+  --dashboard-token-file F
+                         require this bearer token (the file's first line); needed for a
+                         non-loopback ADDR. A browser opens http://HOST:PORT/?token=TOKEN once
 
   --jobs-dir DIR         where jobs live (default: $GPUHOST_HOME/jobs, else
                          ~/.local/state/gpuhost/jobs; Windows %LOCALAPPDATA%\gpuhost\jobs)
@@ -106,6 +129,8 @@ Examples:
   # Ultralytics YOLO (rewrites weights/last.pt: gpuhost keeps a copy of each good one)
   gpuhost run --checkpoints runs/detect/train/weights/last.pt --preset ultralytics -- yolo train data=coco.yaml
   # Slurm: sbatch --requeue --signal=B:TERM@120 ... gpuhost run --job-file gpuhost.toml
+  # watch loss curves and GPUs live in a browser (the URL is printed)
+  gpuhost run --checkpoints ckpt --dashboard -- python train.py --resume {resume}
   # rehearse a spot reclaim with 30 s notice, then resume
   gpuhost run --checkpoints ckpt --drill preempt@20 -- python train.py --resume {resume}; gpuhost run --checkpoints ckpt -- python train.py --resume {resume}
 )";
@@ -119,8 +144,11 @@ constexpr FlagSpec k_run_flags[] = {
     {"--stop-grace", true},    {"--safety-margin", true}, {"--cloud", true},          {"--metadata-endpoint", true},
     {"--poll-interval", true}, {"--max-restarts", true},  {"--backoff", true},        {"--max-backoff", true},
     {"--crash-loop", true},    {"--crash-window", true},  {"--drill", true},          {"--jobs-dir", true},
-    {"--quiet", false},        {"--preset", true},
+    {"--quiet", false},        {"--preset", true},        {"--remote", true},         {"--encrypt", true},
+    {"--encryption-key-file", true}, {"--dashboard", true}, {"--dashboard-token-file", true},
 };
+
+constexpr std::string_view k_default_dashboard = "127.0.0.1:9809";
 
 Error usage(std::string message) { return Error{ErrorCode::invalid_argument, std::move(message)}; }
 
@@ -148,9 +176,103 @@ Result<platform::ChildSignal> signal_flag(const ParsedArgs& p, std::string_view 
   return *parsed;
 }
 
+struct DashboardSpec {
+  std::string host;
+  std::uint16_t port = 0;
+  std::string token;  // empty: none (loopback only)
+};
+
 struct RunOptions {
   supervise::SupervisorOptions supervisor;
   bool quiet = false;
+  std::optional<DashboardSpec> dashboard;
+};
+
+bool is_loopback_host(std::string_view host) {
+  return host == "localhost" || host == "::1" || host.starts_with("127.");
+}
+
+// "HOST:PORT", "[::1]:PORT", ":PORT" (loopback) or "HOST" (port 9809).
+Result<DashboardSpec> parse_dashboard(const ParsedArgs& p) {
+  std::string text = *p.value("--dashboard");
+  if (text.empty()) text = std::string(k_default_dashboard);
+  DashboardSpec spec;
+  std::string port_text = "9809";
+  if (text.starts_with('[')) {
+    auto close = text.find(']');
+    if (close == std::string::npos) return std::unexpected(usage("--dashboard: unclosed '[' in '" + text + "'"));
+    spec.host = text.substr(1, close - 1);
+    if (close + 1 < text.size()) {
+      if (text[close + 1] != ':') return std::unexpected(usage("--dashboard expects HOST:PORT, got '" + text + "'"));
+      port_text = text.substr(close + 2);
+    }
+  } else if (auto colon = text.rfind(':'); colon != std::string::npos && text.find(':') == colon) {
+    spec.host = text.substr(0, colon);
+    port_text = text.substr(colon + 1);
+  } else {
+    spec.host = text;
+  }
+  if (spec.host.empty()) spec.host = "127.0.0.1";
+  auto port = parse_int(port_text);
+  if (!port || *port < 0 || *port > 65535)
+    return std::unexpected(usage("--dashboard: port must be 0..65535, got '" + port_text + "'"));
+  spec.port = static_cast<std::uint16_t>(*port);
+  if (auto file = p.value("--dashboard-token-file")) {
+    auto text_read = platform::read_file(*file);
+    if (!text_read) return std::unexpected(Error{ErrorCode::not_found, "cannot read --dashboard-token-file: " + text_read.error().message});
+    auto lines = split_lines(*text_read);
+    spec.token = lines.empty() ? "" : std::string(trim(lines[0]));
+    if (spec.token.empty()) return std::unexpected(usage("--dashboard-token-file " + *file + " is empty"));
+  }
+  if (!is_loopback_host(spec.host) && spec.token.empty())
+    return std::unexpected(usage("--dashboard=" + text + " would show the job to the network without authentication; "
+                                 "give --dashboard-token-file FILE, or use a loopback address and an SSH tunnel"));
+  return spec;
+}
+
+// The dashboard of one job while it runs: the same exporter and server as `gpuhost serve`,
+// limited to this job. Failing to start it never stops the run.
+class RunDashboard {
+ public:
+  RunDashboard(DashboardSpec spec, std::filesystem::path jobs_root) : m_spec(std::move(spec)), m_root(std::move(jobs_root)) {}
+
+  // Returns the URL, or an error message.
+  Result<std::string> start(const std::string& job_name) {
+    const std::string hostname = platform::collect_system_info().hostname;
+    telemetry::ExporterOptions exporter;
+    exporter.hostname = hostname;
+    exporter.jobs_root = m_root;
+    exporter.only_job = job_name;
+    m_exporter = std::make_unique<telemetry::MetricsExporter>(std::move(exporter));
+    telemetry::HttpServerOptions options;
+    options.bind_address = m_spec.host;
+    options.port = m_spec.port;
+    options.access.token = m_spec.token;
+    std::vector<std::string> extra;
+    if (!hostname.empty()) extra.push_back(hostname);
+    const bool wildcard = m_spec.host == "0.0.0.0" || m_spec.host == "::";
+    if (!(wildcard && !m_spec.token.empty())) options.access.allowed_hosts = telemetry::allowed_host_names(m_spec.host, extra);
+    auto handler = [exporter = m_exporter.get()](const telemetry::RequestHead& request) { return exporter->handle(request); };
+    auto server = telemetry::HttpServer::start(options, handler);
+    if (!server && m_spec.port != 0 && m_spec.host + ":" + std::to_string(m_spec.port) == k_default_dashboard) {
+      options.port = 0;  // the default port is taken (another run's dashboard): any free one
+      server = telemetry::HttpServer::start(options, handler);
+    }
+    if (!server) return std::unexpected(server.error());
+    m_server = std::move(*server);
+    const std::string shown = m_spec.host.find(':') != std::string::npos ? "[" + m_spec.host + "]" : m_spec.host;
+    return "http://" + (wildcard ? std::string("127.0.0.1") : shown) + ":" + std::to_string(m_server->port()) + "/";
+  }
+
+  void stop() {
+    if (m_server) m_server->stop();
+  }
+
+ private:
+  DashboardSpec m_spec;
+  std::filesystem::path m_root;
+  std::unique_ptr<telemetry::MetricsExporter> m_exporter;
+  std::unique_ptr<telemetry::HttpServer> m_server;
 };
 
 // Flags and the job file into one spec: the file first, then every flag given on top of it.
@@ -203,6 +325,11 @@ Result<RunOptions> parse_run_options(const ParsedArgs& p, std::vector<std::strin
     spec.cloud = *v;
   }
   if (auto v = p.value("--metadata-endpoint")) spec.metadata_endpoint = *v;
+  if (auto v = p.value("--remote")) spec.remote = *v;
+  if (auto v = p.value("--encrypt")) spec.encrypt = *v;
+  if (auto v = p.value("--encryption-key-file")) spec.encryption_key_file = std::filesystem::path(*v);
+  if (!spec.encrypt.empty() && spec.remote.empty())
+    return std::unexpected(usage("--encrypt needs --remote URL: only what leaves the host is encrypted"));
   if (p.has("--poll-interval")) spec.poll_interval = GPUHOST_TRY(duration_flag(p, "--poll-interval"));
   if (p.has("--max-restarts")) spec.restart.max_restarts = GPUHOST_TRY(int_flag(p, "--max-restarts", 0, 1000000));
   if (p.has("--backoff")) spec.restart.initial_backoff = GPUHOST_TRY(duration_flag(p, "--backoff"));
@@ -216,6 +343,8 @@ Result<RunOptions> parse_run_options(const ParsedArgs& p, std::vector<std::strin
   }
   options.supervisor.jobs_root = p.value("--jobs-dir") ? std::filesystem::path(*p.value("--jobs-dir")) : supervise::jobs_root();
   options.quiet = p.has("--quiet");
+  if (p.has("--dashboard")) options.dashboard = GPUHOST_TRY(parse_dashboard(p));
+  else if (p.has("--dashboard-token-file")) return std::unexpected(usage("--dashboard-token-file needs --dashboard"));
   if (spec.command.empty()) return std::unexpected(usage("no training command: put it after --, e.g. gpuhost run --checkpoints out -- python train.py"));
   if (spec.checkpoint_location.empty())
     return std::unexpected(usage("--checkpoints is required: the directory (or file) the trainer writes its checkpoints to"));
@@ -242,6 +371,11 @@ int run_run(CommandContext& context) {
   for (const auto& arg : context.args) {
     if (!in_command && arg == "--") {
       in_command = true;
+      continue;
+    }
+    // "--dashboard" alone takes the default address (the parser wants a value).
+    if (!in_command && arg == "--dashboard") {
+      own.push_back("--dashboard=" + std::string(k_default_dashboard));
       continue;
     }
     (in_command ? command : own).push_back(arg);
@@ -290,7 +424,26 @@ int run_run(CommandContext& context) {
     std::cerr << style.dim("gpuhost: ") << text << "\n" << std::flush;
   };
 
+  std::optional<RunDashboard> dashboard;
+  std::string dashboard_url;
+  if (options->dashboard) {
+    dashboard.emplace(*options->dashboard, options->supervisor.jobs_root);
+    options->supervisor.on_job_ready = [&](const std::string& job_name, const std::filesystem::path&) {
+      auto url = dashboard->start(job_name);
+      std::lock_guard lock(console);
+      if (!url) {
+        std::cerr << style.dim("gpuhost: ") << style.yellow("dashboard not started: " + url.error().message)
+                  << " (training goes on; gpuhost serve --jobs-dir shows it too)\n" << std::flush;
+        return;
+      }
+      dashboard_url = *url;
+      std::cerr << style.dim("gpuhost: ") << "dashboard at " << dashboard_url
+                << (options->dashboard->token.empty() ? "" : " (open it once with ?token=TOKEN)") << "\n" << std::flush;
+    };
+  }
+
   auto result = supervise::run_supervisor(options->supervisor);
+  if (dashboard) dashboard->stop();
   if (!result) {
     const bool usage_error = result.error().code == ErrorCode::invalid_argument;
     std::string hint = result.error().code == ErrorCode::unavailable
@@ -306,6 +459,7 @@ int run_run(CommandContext& context) {
     doc["reason"] = result->reason;
     doc["exit_code"] = code;
     doc["job_dir"] = result->job_dir.string();
+    if (!dashboard_url.empty()) doc["dashboard_url"] = dashboard_url;
     context.out << json::dump(doc, 2) << "\n";
   } else {
     std::lock_guard lock(console);

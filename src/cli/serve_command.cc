@@ -8,8 +8,8 @@
 #include "platform/files.h"
 #include "platform/system_info.h"
 #include "platform/termination.h"
-#include "telemetry/exporter.h"
-#include "telemetry/http_server.h"
+#include "supervise/job.h"
+#include "telemetry/telemetry_server.h"
 
 namespace gpuhost::cli {
 
@@ -18,22 +18,32 @@ const char k_serve_help[] = R"(Usage: gpuhost serve [FLAGS]
 Serves Prometheus metrics of this host's GPUs at /metrics (text format 0.0.4), read through
 NVML when scraped, with dcgm-exporter's metric names, units and labels, so dashboards and alerts
 written for dcgm-exporter (Grafana dashboard 12239) work unchanged, on Windows too. Also
-gpuhost_* metrics: NVML up/error, metrics NVML cannot give here and why, and gpuhost's own
-CPU time, memory and scrape duration. Every metric: doc/metrics.md. Runs until Ctrl-C or SIGTERM.
+gpuhost_* metrics: NVML up/error, metrics NVML cannot give here and why, gpuhost's own CPU
+time, memory and scrape duration, and for every job supervised by `gpuhost run` its phase,
+checkpoints, restarts and training scalars (loss ...). Every metric: doc/metrics.md.
+
+The same address serves a dashboard at / (one page, compiled into gpuhost, works offline):
+training curves of the jobs with TensorBoard's smoothing, throughput, per-GPU utilisation,
+memory, temperature and power, and markers for checkpoints, preemption notices and restarts,
+updated live. Its JSON API: doc/dashboard.md. Runs until Ctrl-C or SIGTERM.
 
 Security: listens on 127.0.0.1 by default. Any other address needs --token-file/--token
-(clients send "Authorization: Bearer TOKEN") or an explicit --insecure-no-auth. Requests whose
-Host header names another host are refused (DNS rebinding).
+(clients send "Authorization: Bearer TOKEN"; a browser opens the dashboard once as
+/?token=TOKEN and then keeps it in a cookie) or an explicit --insecure-no-auth. Requests whose
+Host header names another host are refused (DNS rebinding). Pages never contain the token.
 
 Flags:
   --bind ADDR            address to listen on (default 127.0.0.1; 0.0.0.0 or :: for all)
   --port P               TCP port (default 9808; 0 picks a free one, printed at start)
+  --jobs-dir DIR         the jobs `gpuhost run` supervises (default: $GPUHOST_HOME/jobs, else
+                         ~/.local/state/gpuhost/jobs; %LOCALAPPDATA%\gpuhost\jobs on Windows)
   --token-file F         require this bearer token (the file's first line)
   --token T              the same, given inline (visible in process listings: prefer a file)
   --allow-host NAME      also accept this Host header name (a DNS name of this machine);
                          repeatable
   --insecure-no-auth     allow a non-loopback --bind without a token
-  --json                 print {"url": ..., "port": ...} on one line once listening
+  --json                 print {"url": ..., "dashboard": ..., "port": ...} on one line once
+                         listening
   -h, --help
 
 Exit codes:
@@ -42,17 +52,20 @@ Exit codes:
   3  cannot listen (address in use, permission denied) or unreadable token file
 
 Examples:
-  gpuhost serve
+  gpuhost serve                      # then open http://127.0.0.1:9808/ in a browser
   curl -s http://127.0.0.1:9808/metrics | grep DCGM_FI_DEV_GPU_UTIL
+  curl -s http://127.0.0.1:9808/api/jobs
   gpuhost serve --bind 0.0.0.0 --token-file /etc/gpuhost/token
-  gpuhost serve --port 0 --json
+                                     # browser: http://HOST:9808/?token=TOKEN once
+  ssh -L 9808:127.0.0.1:9808 gpu-box # a remote dashboard without opening the port
+  gpuhost serve --port 0 --json --jobs-dir /data/gpuhost-jobs
 )";
 
 namespace {
 
-constexpr FlagSpec k_serve_flags[] = {{"--bind", true},       {"--port", true},
-                                      {"--token-file", true}, {"--token", true},
-                                      {"--allow-host", true}, {"--insecure-no-auth", false}};
+constexpr FlagSpec k_serve_flags[] = {
+    {"--bind", true},  {"--port", true},       {"--jobs-dir", true},         {"--token-file", true},
+    {"--token", true}, {"--allow-host", true}, {"--insecure-no-auth", false}};
 
 bool is_loopback(std::string_view address) {
   return address == "localhost" || address == "::1" || address == "[::1]" || address.starts_with("127.");
@@ -110,38 +123,35 @@ int run_serve(CommandContext& context) {
         "to allow it knowingly",
         k_exit_usage);
 
-  const std::string hostname = platform::collect_system_info().hostname;
-  std::vector<std::string> extra_hosts = parsed->values("--allow-host");
-  if (!hostname.empty()) extra_hosts.push_back(hostname);
-
-  telemetry::HttpServerOptions options;
+  telemetry::TelemetryServerOptions options;
   options.bind_address = bind;
   options.port = port;
-  options.access.token = token;
-  const bool wildcard = bind == "0.0.0.0" || bind == "::";
-  // A wildcard bind is reached by names we cannot list; there the token is the protection.
-  if (!(wildcard && !token.empty()))
-    options.access.allowed_hosts = telemetry::allowed_host_names(bind, extra_hosts);
+  options.token = token;
+  options.hostname = platform::collect_system_info().hostname;
+  options.extra_hosts = parsed->values("--allow-host");
+  if (auto dir = parsed->value("--jobs-dir"))
+    options.jobs_root = *dir;
+  else
+    options.jobs_root = supervise::jobs_root();
+  const std::string jobs_dir = options.jobs_root.string();
 
-  telemetry::MetricsExporter exporter(hostname);
   platform::install_termination_handlers();
-  auto server = telemetry::HttpServer::start(
-      options, [&exporter](const telemetry::RequestHead& request) { return exporter.handle(request); });
+  auto server = telemetry::TelemetryServer::start(std::move(options));
   if (!server) return report_error(context.err, "cannot listen: " + server.error().message, "", k_exit_error);
 
-  const std::string shown_host = bind.find(':') != std::string::npos ? "[" + bind + "]" : bind;
-  const std::string url = "http://" + (wildcard ? std::string("127.0.0.1") : shown_host) + ":" +
-                          std::to_string((*server)->port()) + "/metrics";
   if (common->json) {
     json::Value doc = json::Value::object();
-    doc["url"] = url;
+    doc["url"] = (*server)->metrics_url();
+    doc["dashboard"] = (*server)->dashboard_url();
     doc["port"] = static_cast<std::int64_t>((*server)->port());
     doc["bind"] = bind;
     doc["auth"] = token.empty() ? "none" : "bearer";
+    doc["jobs_dir"] = jobs_dir;
     context.out << json::dump(doc) << std::endl;
   } else {
-    context.out << "gpuhost serve: metrics at " << url << (token.empty() ? "" : " (bearer token required)")
-                << "; Ctrl-C to stop" << std::endl;
+    context.out << "gpuhost serve: metrics at " << (*server)->metrics_url() << ", dashboard at "
+                << (*server)->dashboard_url() << (token.empty() ? "" : "?token=TOKEN (bearer token required)")
+                << " (jobs in " << jobs_dir << "); Ctrl-C to stop" << std::endl;
   }
 
   while (!platform::wait_termination_request(std::chrono::seconds(1))) {

@@ -1,9 +1,12 @@
 #include "gpu/collector.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -17,6 +20,10 @@ using namespace nvml;
 // More GPUs than any host has; a count above it comes from a broken library and would otherwise
 // make us loop for a very long time.
 constexpr unsigned k_max_devices = 256;
+
+// GPUs are read on up to this many threads: nvmlDeviceGetPcieThroughput alone samples for 2 x 20 ms
+// per GPU (nvml.h), so eight GPUs read one after another would take a third of a second.
+constexpr unsigned k_max_reader_threads = 8;
 
 // Seconds since the epoch for a licence expiry NVML reports as calendar fields (nvidia-smi prints
 // them as GMT); 0 when the fields do not form a date.
@@ -98,6 +105,9 @@ class DeviceReader {
     read_modes();
     read_vgpu_license();
     read_thermal_and_clocks();
+    read_activity();
+    read_field_values();
+    read_processes();
   }
 
  private:
@@ -361,6 +371,125 @@ class DeviceReader {
     set(m_device.fan_percent, status, fan);
   }
 
+  void read_activity() {
+    unsigned long long energy = 0;
+    nvmlReturn_t status = call(m_f.device_get_total_energy_consumption, &energy);
+    set(m_device.total_energy_mj, status, static_cast<std::uint64_t>(energy));
+
+    PcieThroughput pcie;
+    status = call(m_f.device_get_pcie_throughput, NVML_PCIE_UTIL_TX_BYTES, &pcie.tx_kb_per_s);
+    if (status == NVML_SUCCESS)
+      status = call(m_f.device_get_pcie_throughput, NVML_PCIE_UTIL_RX_BYTES, &pcie.rx_kb_per_s);
+    set(m_device.pcie_throughput, status, pcie);
+
+    unsigned percent = 0, period_us = 0;
+    status = call(m_f.device_get_encoder_utilization, &percent, &period_us);
+    set(m_device.encoder_percent, status, percent);
+    percent = 0;
+    status = call(m_f.device_get_decoder_utilization, &percent, &period_us);
+    set(m_device.decoder_percent, status, percent);
+  }
+
+  // One nvmlDeviceGetFieldValues call for every field-value reading; each field has its own status.
+  void read_field_values() {
+    nvmlFieldValue_t fields[3] = {};
+    fields[0].fieldId = NVML_FI_DEV_MEMORY_TEMP;
+    fields[1].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX;
+    fields[1].scopeId = NVML_NVLINK_SCOPE_ALL_LINKS;
+    fields[2].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
+    fields[2].scopeId = NVML_NVLINK_SCOPE_ALL_LINKS;
+    nvmlReturn_t status = call(m_f.device_get_field_values, 3, fields);
+    auto field_status = [&](const nvmlFieldValue_t& f) {
+      return status == NVML_SUCCESS ? f.nvmlReturn : status;
+    };
+
+    // DCGM rejects readings above 200 C as garbage (DcgmCacheManager.cpp, DCGM_FI_DEV_MEMORY_TEMP_CELSIUS).
+    nvmlReturn_t temp_status = field_status(fields[0]);
+    unsigned temp = temp_status == NVML_SUCCESS ? field_as_uint(fields[0]) : 0;
+    if (temp_status == NVML_SUCCESS && temp > 200) temp_status = NVML_ERROR_UNKNOWN;
+    set(m_device.memory_temperature_c, temp_status, temp);
+
+    nvmlReturn_t nvlink_status = field_status(fields[1]);
+    if (nvlink_status == NVML_SUCCESS) nvlink_status = field_status(fields[2]);
+    NvlinkTraffic traffic;
+    if (nvlink_status == NVML_SUCCESS) {
+      traffic.tx_kib = field_as_u64(fields[1]);
+      traffic.rx_kib = field_as_u64(fields[2]);
+      traffic.timestamp_us = std::max(fields[1].timestamp, fields[2].timestamp);
+      if (traffic.timestamp_us == 0) {
+        using namespace std::chrono;
+        traffic.timestamp_us = duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
+      }
+    }
+    set(m_device.nvlink_traffic, nvlink_status, traffic);
+  }
+
+  static std::uint64_t field_as_u64(const nvmlFieldValue_t& f) {
+    switch (f.valueType) {
+      case NVML_VALUE_TYPE_DOUBLE: return f.value.dVal > 0 ? static_cast<std::uint64_t>(f.value.dVal) : 0;
+      case NVML_VALUE_TYPE_UNSIGNED_INT: return f.value.uiVal;
+      case NVML_VALUE_TYPE_UNSIGNED_LONG: return f.value.ulVal;
+      case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+        return f.value.sllVal > 0 ? static_cast<std::uint64_t>(f.value.sllVal) : 0;
+      case NVML_VALUE_TYPE_SIGNED_INT:
+        return f.value.siVal > 0 ? static_cast<std::uint64_t>(f.value.siVal) : 0;
+      case NVML_VALUE_TYPE_UNSIGNED_SHORT: return f.value.usVal;
+      default: return f.value.ullVal;
+    }
+  }
+  static unsigned field_as_uint(const nvmlFieldValue_t& f) {
+    return static_cast<unsigned>(std::min<std::uint64_t>(field_as_u64(f), ~0u));
+  }
+
+  // Appends one process list (compute or graphics) to `out`, skipping pids already there. The
+  // count comes first: a call with *infoCount = 0 answers INSUFFICIENT_SIZE with the count, or
+  // SUCCESS when none run (nvml.h); processes may start in between, hence the slack and retries.
+  enum class ProcessList { compute, graphics };
+
+  template <typename Info, typename Fn>
+  nvmlReturn_t read_process_list(Fn fn, ProcessList list, std::vector<GpuProcess>& out) {
+    std::vector<Info> infos;
+    unsigned count = 0;
+    nvmlReturn_t status = call(fn, &count, static_cast<Info*>(nullptr));
+    for (int attempt = 0; attempt < 3 && status == NVML_ERROR_INSUFFICIENT_SIZE; ++attempt) {
+      infos.resize(count + 8);
+      count = static_cast<unsigned>(infos.size());
+      status = call(fn, &count, infos.data());
+    }
+    if (status != NVML_SUCCESS) return status;
+    count = std::min<unsigned>(count, static_cast<unsigned>(infos.size()));
+    for (unsigned i = 0; i < count; ++i) {
+      const Info& info = infos[i];
+      if (std::any_of(out.begin(), out.end(), [&](const GpuProcess& p) { return p.pid == info.pid; }))
+        continue;
+      GpuProcess process;
+      process.pid = info.pid;
+      process.graphics = list == ProcessList::graphics;
+      if (info.usedGpuMemory != NVML_VALUE_NOT_AVAILABLE_ULL) process.used_memory_bytes = info.usedGpuMemory;
+      out.push_back(process);
+    }
+    return NVML_SUCCESS;
+  }
+
+  template <typename NewFn, typename OldFn>
+  nvmlReturn_t read_processes_of(NewFn newer, OldFn older, ProcessList list, std::vector<GpuProcess>& out) {
+    if (newer) return read_process_list<nvmlProcessInfo_v2_t>(newer, list, out);
+    if (older) return read_process_list<nvmlProcessInfo_v1_t>(older, list, out);
+    return m_device.lost ? NVML_ERROR_GPU_IS_LOST : NVML_ERROR_FUNCTION_NOT_FOUND;
+  }
+
+  // The compute list decides: a GPU without graphics contexts may refuse the graphics query.
+  void read_processes() {
+    std::vector<GpuProcess> processes;
+    nvmlReturn_t status =
+        read_processes_of(m_f.device_get_compute_running_processes_v2,
+                          m_f.device_get_compute_running_processes_v1, ProcessList::compute, processes);
+    if (status == NVML_SUCCESS)
+      (void)read_processes_of(m_f.device_get_graphics_running_processes_v2,
+                              m_f.device_get_graphics_running_processes_v1, ProcessList::graphics, processes);
+    set(m_device.processes, status, std::move(processes));
+  }
+
   const NvmlLibrary& m_nvml;
   const NvmlFunctions& m_f;
   nvmlDevice_t m_handle;
@@ -413,19 +542,36 @@ GpuSnapshot collect_snapshot(const NvmlLibrary& nvml) {
     count = k_max_devices;
   }
 
+  std::vector<nvmlDevice_t> handles(count, nullptr);
+  snapshot.devices.resize(count);
   for (unsigned i = 0; i < count; ++i) {
-    GpuDevice& device = snapshot.devices.emplace_back();
+    GpuDevice& device = snapshot.devices[i];
     device.index = i;
-    nvmlDevice_t handle = nullptr;
-    status = f.device_get_handle_by_index ? f.device_get_handle_by_index(i, &handle)
+    status = f.device_get_handle_by_index ? f.device_get_handle_by_index(i, &handles[i])
                                           : NVML_ERROR_FUNCTION_NOT_FOUND;
     if (status != NVML_SUCCESS) {
+      handles[i] = nullptr;
       device.handle_error = nvml.issue(status);
       device.lost = status == NVML_ERROR_GPU_IS_LOST;
-      continue;
     }
-    DeviceReader(nvml, handle, device).read_all();
   }
+
+  // Each thread takes the next GPU and writes only that GPU's GpuDevice (NVML is thread-safe).
+  std::atomic<unsigned> next{0};
+  auto read_gpus = [&] {
+    for (unsigned i = next++; i < count; i = next++)
+      if (handles[i]) DeviceReader(nvml, handles[i], snapshot.devices[i]).read_all();
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < std::min(count, k_max_reader_threads); ++t) {
+    try {
+      threads.emplace_back(read_gpus);
+    } catch (const std::system_error&) {
+      break;  // fewer threads; this one reads the rest
+    }
+  }
+  read_gpus();
+  for (auto& thread : threads) thread.join();
   return snapshot;
 }
 

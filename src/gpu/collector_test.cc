@@ -77,6 +77,20 @@ TEST(Collector, HealthyA100HostReadsEveryField) {
   EXPECT_EQ(d.performance_state.value, 0u);
   expect_issue(d.fan_percent, 3, "passively cooled");
   EXPECT_EQ(d.fan_percent.issue->name, "NVML_ERROR_NOT_SUPPORTED");
+  EXPECT_EQ(d.total_energy_mj.value, 81234567u);
+  EXPECT_EQ(d.pcie_throughput.value, (PcieThroughput{1024, 2048}));
+  EXPECT_EQ(d.encoder_percent.value, 0u);
+  EXPECT_EQ(d.decoder_percent.value, 0u);
+  EXPECT_EQ(d.memory_temperature_c.value, 33u);
+  ASSERT_TRUE(d.nvlink_traffic.has_value());
+  EXPECT_EQ(d.nvlink_traffic.value->tx_kib, 5000000u);
+  EXPECT_EQ(d.nvlink_traffic.value->rx_kib, 6000000u);
+  EXPECT_GT(d.nvlink_traffic.value->timestamp_us, 0);
+  EXPECT_EQ(d.processes.value, std::vector<GpuProcess>{});
+  // Only an NvmlSession fills these.
+  expect_untouched(d.xid, "xid");
+  expect_untouched(d.gpm, "gpm");
+  expect_untouched(d.nvlink_bandwidth, "nvlink_bandwidth");
 
   const char* buses[] = {"07", "0F", "47", "4E", "87", "90", "B7", "BD"};
   for (unsigned i = 0; i < 8; ++i) {
@@ -138,6 +152,71 @@ TEST(Collector, TeslaT4UnderWddm) {
   EXPECT_EQ(d.power.value, (Power{9434, 70000}));
   EXPECT_EQ(d.performance_state.value, 8u);
   expect_issue(d.mig, 3, "no MIG on T4");
+  // WDDM: processes are listed without their memory; pid 4412 is in both lists and kept once,
+  // as compute.
+  EXPECT_EQ(d.processes.value, (std::vector<GpuProcess>{GpuProcess{4412, false, std::nullopt},
+                                                        GpuProcess{1208, true, std::nullopt}}));
+  EXPECT_EQ(d.decoder_percent.value, 3u);
+  expect_issue(d.memory_temperature_c, 3, "GDDR6: no memory temperature field");
+  expect_issue(d.nvlink_traffic, 3, "no NVLink on a T4");
+}
+
+TEST(Collector, EightBusyH100sReadEveryNewReading) {
+  GpuSnapshot s = snapshot_of("eight_h100");
+  ASSERT_TRUE(s.available);
+  ASSERT_EQ(s.devices.size(), 8u);
+  for (unsigned i = 0; i < 8; ++i) {
+    SCOPED_TRACE(i);
+    const GpuDevice& d = s.devices[i];
+    EXPECT_EQ(d.index, i);
+    EXPECT_FALSE(d.lost);
+    EXPECT_EQ(d.total_energy_mj.value, 912345678901ULL + i * 1000000ULL);
+    EXPECT_EQ(d.pcie_throughput.value, (PcieThroughput{1894912 + i, 2150656 + i}));
+    EXPECT_EQ(d.memory_temperature_c.value, 62 + i);
+    EXPECT_EQ(d.utilization.value, (Utilization{98, 61}));
+    EXPECT_EQ(d.processes.value, (std::vector<GpuProcess>{GpuProcess{52001 + i, false, 75 * k_gib}}));
+    ASSERT_TRUE(d.nvlink_traffic.has_value());
+    EXPECT_EQ(d.nvlink_traffic.value->tx_kib, 9000000000ULL + i);
+  }
+  // Read in parallel, yet each GPU got its own answers.
+  EXPECT_EQ(s.devices[5].pci_bus_id, "00000000:AB:00.0");
+  EXPECT_EQ(s.devices[7].uuid, "GPU-c183e579-a6b2-44f5-01d8-7293a4b516d7");
+}
+
+TEST(Collector, CallsFailingForOneGpuLeaveTheOthersWhole) {
+  GpuSnapshot s = snapshot_of("mid_scrape_error");
+  ASSERT_TRUE(s.available);
+  ASSERT_EQ(s.devices.size(), 8u);
+  const GpuDevice& failing = s.devices[2];
+  EXPECT_FALSE(failing.lost);
+  expect_issue(failing.power, 999, "power");
+  expect_issue(failing.total_energy_mj, 999, "energy");
+  expect_issue(failing.memory_temperature_c, 999, "field values");
+  expect_issue(failing.nvlink_traffic, 999, "field values");
+  expect_issue(failing.processes, 999, "processes");
+  expect_issue(failing.pcie_throughput, 4, "PCIe throughput");
+  // The rest of that GPU is read.
+  EXPECT_EQ(failing.temperature.value->current_c, 57u);
+  EXPECT_EQ(failing.utilization.value, (Utilization{98, 61}));
+
+  const GpuDevice& unopened = s.devices[5];
+  ASSERT_TRUE(unopened.handle_error);
+  EXPECT_EQ(unopened.handle_error->status, 999);
+  EXPECT_FALSE(unopened.lost);
+  expect_untouched(unopened.power, "power");
+
+  for (unsigned i : {0u, 1u, 3u, 4u, 6u, 7u}) {
+    SCOPED_TRACE(i);
+    EXPECT_TRUE(s.devices[i].power.has_value());
+    EXPECT_TRUE(s.devices[i].processes.has_value());
+    EXPECT_TRUE(s.devices[i].memory_temperature_c.has_value());
+  }
+}
+
+TEST(Collector, LegacyLibraryReadsProcessesThroughTheV1Layout) {
+  GpuSnapshot s = snapshot_of("eight_h100", testing::k_fake_nvml_legacy);
+  ASSERT_TRUE(s.available);
+  EXPECT_EQ(s.devices.at(3).processes.value, (std::vector<GpuProcess>{GpuProcess{52004, false, 75 * k_gib}}));
 }
 
 TEST(Collector, H100WithPendingRowRemap) {
@@ -258,6 +337,9 @@ TEST(Collector, LostGpuStopsBeingQueried) {
   expect_issue(lost.temperature, 15, "temperature (the scenario holds 44 C)");
   expect_issue(lost.power, 15, "power");
   expect_issue(lost.fan_percent, 15, "fan");
+  expect_issue(lost.processes, 15, "processes");
+  expect_issue(lost.total_energy_mj, 15, "energy");
+  expect_issue(lost.memory_temperature_c, 15, "field values");
 }
 
 TEST(Collector, ThermalSlowdown) {

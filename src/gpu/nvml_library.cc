@@ -32,6 +32,19 @@ int resolve_one(const platform::SharedLibrary& library, Fn& out, std::initialize
   return -1;
 }
 
+// `base`_v3 or `base`_v2 into `newer` (same nvmlProcessInfo_v2_t layout), else plain `base` into
+// `older`; records `base`_v3 as missing when none is exported.
+template <typename NewFn, typename OldFn>
+void resolve_versioned_pair(const platform::SharedLibrary& library, NewFn& newer, OldFn& older,
+                            const std::string& base, std::vector<std::string>& missing) {
+  const std::string v3 = base + "_v3", v2 = base + "_v2";
+  std::vector<std::string> unused;
+  older = nullptr;
+  if (resolve_one(library, newer, {v3.c_str(), v2.c_str()}, unused) >= 0) return;
+  if (resolve_one(library, older, {base.c_str()}, unused) >= 0) return;
+  missing.push_back(v3);
+}
+
 std::string join_path(std::string_view dir, std::string_view rest) {
   std::string path(dir);
   if (!path.empty() && path.back() != '\\' && path.back() != '/') path += '\\';
@@ -172,6 +185,26 @@ void NvmlLibrary::resolve() {
   resolve_one(lib, f.device_get_utilization_rates, {"nvmlDeviceGetUtilizationRates"}, miss);
   resolve_one(lib, f.device_get_performance_state, {"nvmlDeviceGetPerformanceState"}, miss);
   resolve_one(lib, f.device_get_fan_speed, {"nvmlDeviceGetFanSpeed"}, miss);
+  resolve_one(lib, f.device_get_total_energy_consumption, {"nvmlDeviceGetTotalEnergyConsumption"}, miss);
+  resolve_one(lib, f.device_get_pcie_throughput, {"nvmlDeviceGetPcieThroughput"}, miss);
+  resolve_one(lib, f.device_get_encoder_utilization, {"nvmlDeviceGetEncoderUtilization"}, miss);
+  resolve_one(lib, f.device_get_decoder_utilization, {"nvmlDeviceGetDecoderUtilization"}, miss);
+  resolve_one(lib, f.device_get_field_values, {"nvmlDeviceGetFieldValues"}, miss);
+  resolve_versioned_pair(lib, f.device_get_compute_running_processes_v2,
+                         f.device_get_compute_running_processes_v1, "nvmlDeviceGetComputeRunningProcesses",
+                         miss);
+  resolve_versioned_pair(lib, f.device_get_graphics_running_processes_v2,
+                         f.device_get_graphics_running_processes_v1, "nvmlDeviceGetGraphicsRunningProcesses",
+                         miss);
+  resolve_one(lib, f.event_set_create, {"nvmlEventSetCreate"}, miss);
+  resolve_one(lib, f.device_register_events, {"nvmlDeviceRegisterEvents"}, miss);
+  resolve_one(lib, f.event_set_wait, {"nvmlEventSetWait_v2", "nvmlEventSetWait"}, miss);
+  resolve_one(lib, f.event_set_free, {"nvmlEventSetFree"}, miss);
+  resolve_one(lib, f.gpm_query_device_support, {"nvmlGpmQueryDeviceSupport"}, miss);
+  resolve_one(lib, f.gpm_sample_alloc, {"nvmlGpmSampleAlloc"}, miss);
+  resolve_one(lib, f.gpm_sample_free, {"nvmlGpmSampleFree"}, miss);
+  resolve_one(lib, f.gpm_sample_get, {"nvmlGpmSampleGet"}, miss);
+  resolve_one(lib, f.gpm_metrics_get, {"nvmlGpmMetricsGet"}, miss);
 }
 
 void NvmlLibrary::initialize() {

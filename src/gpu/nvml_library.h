@@ -84,6 +84,31 @@ struct NvmlFunctions {
   nvml::nvmlDeviceGetUtilizationRates_fn device_get_utilization_rates = nullptr;
   nvml::nvmlDeviceGetPerformanceState_fn device_get_performance_state = nullptr;
   nvml::nvmlDeviceGetUint_fn device_get_fan_speed = nullptr;
+  nvml::nvmlDeviceGetTotalEnergyConsumption_fn device_get_total_energy_consumption = nullptr;
+  nvml::nvmlDeviceGetPcieThroughput_fn device_get_pcie_throughput = nullptr;
+  nvml::nvmlDeviceGetCodecUtilization_fn device_get_encoder_utilization = nullptr;
+  nvml::nvmlDeviceGetCodecUtilization_fn device_get_decoder_utilization = nullptr;
+  nvml::nvmlDeviceGetFieldValues_fn device_get_field_values = nullptr;
+
+  // nvmlDeviceGet{Compute,Graphics}RunningProcesses_v3, _v2 (nvmlProcessInfo_v2_t), plain
+  // (nvmlProcessInfo_v1_t): exactly one pointer of each pair is set, the newest exported.
+  nvml::nvmlDeviceGetRunningProcesses_v2_fn device_get_compute_running_processes_v2 = nullptr;
+  nvml::nvmlDeviceGetRunningProcesses_v1_fn device_get_compute_running_processes_v1 = nullptr;
+  nvml::nvmlDeviceGetRunningProcesses_v2_fn device_get_graphics_running_processes_v2 = nullptr;
+  nvml::nvmlDeviceGetRunningProcesses_v1_fn device_get_graphics_running_processes_v1 = nullptr;
+
+  // Xid events (gpu/xid_watcher.h).
+  nvml::nvmlEventSetCreate_fn event_set_create = nullptr;
+  nvml::nvmlDeviceRegisterEvents_fn device_register_events = nullptr;
+  nvml::nvmlEventSetWait_fn event_set_wait = nullptr;  // _v2, plain
+  nvml::nvmlEventSetFree_fn event_set_free = nullptr;
+
+  // GPU Performance Monitoring (Hopper+; gpu/nvml_session.h).
+  nvml::nvmlGpmQueryDeviceSupport_fn gpm_query_device_support = nullptr;
+  nvml::nvmlGpmSampleAlloc_fn gpm_sample_alloc = nullptr;
+  nvml::nvmlGpmSampleFree_fn gpm_sample_free = nullptr;
+  nvml::nvmlGpmSampleGet_fn gpm_sample_get = nullptr;
+  nvml::nvmlGpmMetricsGet_fn gpm_metrics_get = nullptr;
 };
 
 // The NVML library, loaded at run time (never linked), with its function table, initialised for

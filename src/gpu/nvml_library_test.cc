@@ -160,7 +160,23 @@ TEST(NvmlLibrary, MinimalLibraryListsMissingSymbolsAndUsesPlainNames) {
                                                          "nvmlDeviceGetEnforcedPowerLimit",
                                                          "nvmlDeviceGetUtilizationRates",
                                                          "nvmlDeviceGetPerformanceState",
-                                                         "nvmlDeviceGetFanSpeed"}));
+                                                         "nvmlDeviceGetFanSpeed",
+                                                         "nvmlDeviceGetTotalEnergyConsumption",
+                                                         "nvmlDeviceGetPcieThroughput",
+                                                         "nvmlDeviceGetEncoderUtilization",
+                                                         "nvmlDeviceGetDecoderUtilization",
+                                                         "nvmlDeviceGetFieldValues",
+                                                         "nvmlDeviceGetComputeRunningProcesses_v3",
+                                                         "nvmlDeviceGetGraphicsRunningProcesses_v3",
+                                                         "nvmlEventSetCreate",
+                                                         "nvmlDeviceRegisterEvents",
+                                                         "nvmlEventSetWait_v2",
+                                                         "nvmlEventSetFree",
+                                                         "nvmlGpmQueryDeviceSupport",
+                                                         "nvmlGpmSampleAlloc",
+                                                         "nvmlGpmSampleFree",
+                                                         "nvmlGpmSampleGet",
+                                                         "nvmlGpmMetricsGet"}));
   // nvmlInit, nvmlDeviceGetCount and nvmlDeviceGetHandleByIndex were found under their plain names.
   EXPECT_EQ(s.driver_version, "535.104.05");
   EXPECT_TRUE(s.nvml_version.empty());
@@ -186,7 +202,13 @@ TEST(NvmlLibrary, LegacyLibraryUsesOlderNamesAndLayouts) {
   NvmlLibrary nvml = NvmlLibrary::open({k_fake_nvml_legacy});
   ASSERT_TRUE(nvml.initialized());
   EXPECT_EQ(nvml.missing_symbols(),
-            (std::vector<std::string>{"nvmlDeviceGetRemappedRows", "nvmlDeviceGetGpuMaxPcieLinkGeneration"}));
+            (std::vector<std::string>{"nvmlDeviceGetRemappedRows", "nvmlDeviceGetGpuMaxPcieLinkGeneration",
+                                      "nvmlGpmQueryDeviceSupport", "nvmlGpmSampleAlloc", "nvmlGpmSampleFree",
+                                      "nvmlGpmSampleGet", "nvmlGpmMetricsGet"}));
+  // Plain process lists (nvmlProcessInfo_v1_t) and the plain event wait.
+  EXPECT_EQ(nvml.functions().device_get_compute_running_processes_v2, nullptr);
+  EXPECT_NE(nvml.functions().device_get_compute_running_processes_v1, nullptr);
+  EXPECT_NE(nvml.functions().event_set_wait, nullptr);
   EXPECT_EQ(nvml.functions().pci_info_version, 2);
   EXPECT_EQ(nvml.functions().grid_licensable_features_version, 3);
   EXPECT_EQ(nvml.functions().device_get_memory_info_v2, nullptr);

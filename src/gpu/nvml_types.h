@@ -231,6 +231,113 @@ using nvmlGridLicensableFeatures_v2_t = nvmlGridLicensableFeatures_t<nvmlGridLic
 using nvmlGridLicensableFeatures_v3_t = nvmlGridLicensableFeatures_t<nvmlGridLicensableFeature_v3_t>;
 using nvmlGridLicensableFeatures_v4_t = nvmlGridLicensableFeatures_t<nvmlGridLicensableFeature_v4_t>;
 
+// nvmlDeviceGetPcieThroughput counters ("1KB granularity"; the value is KB/s over a 20 ms window).
+enum nvmlPcieUtilCounter_t : int { NVML_PCIE_UTIL_TX_BYTES = 0, NVML_PCIE_UTIL_RX_BYTES = 1 };
+
+// Field values (nvmlDeviceGetFieldValues): one call answers several fields, each with its own status.
+enum nvmlValueType_t : int {
+  NVML_VALUE_TYPE_DOUBLE = 0,
+  NVML_VALUE_TYPE_UNSIGNED_INT = 1,
+  NVML_VALUE_TYPE_UNSIGNED_LONG = 2,
+  NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
+  NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4,
+  NVML_VALUE_TYPE_SIGNED_INT = 5,
+  NVML_VALUE_TYPE_UNSIGNED_SHORT = 6,
+};
+union nvmlValue_t {
+  double dVal;
+  int siVal;
+  unsigned int uiVal;
+  unsigned long ulVal;  // 4 bytes on Windows, 8 on Linux; the union is 8 bytes either way
+  unsigned long long ullVal;
+  signed long long sllVal;
+  unsigned short usVal;
+};
+struct nvmlFieldValue_t {
+  unsigned int fieldId;  // NVML_FI_*; set before the call
+  unsigned int scopeId;  // e.g. the NVLink index; set before the call
+  long long timestamp;   // CPU time of the value, microseconds since 1970
+  long long latencyUsec;
+  nvmlValueType_t valueType;
+  nvmlReturn_t nvmlReturn;  // this field's status; `value` is undefined unless NVML_SUCCESS
+  nvmlValue_t value;
+};
+inline constexpr unsigned int NVML_FI_DEV_MEMORY_TEMP = 82;                 // degrees C (HBM parts)
+inline constexpr unsigned int NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX = 138;  // KiB since driver load
+inline constexpr unsigned int NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX = 139;  // KiB since driver load
+// scopeId that asks the NVLink throughput fields for the sum over every link: what DCGM passes for
+// DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL (dcgmlib/src/DcgmCacheManager.cpp:
+// "std::numeric_limits<unsigned>::max() represents all NvLinks of the GPU and is passed verbatim to nvml").
+inline constexpr unsigned int NVML_NVLINK_SCOPE_ALL_LINKS = 0xFFFFFFFFu;
+
+// nvml.h: #define NVML_VALUE_NOT_AVAILABLE (-1), as it lands in an unsigned long long usedGpuMemory
+// ("Under WDDM, NVML_VALUE_NOT_AVAILABLE is always reported because Windows KMD manages all the memory").
+inline constexpr unsigned long long NVML_VALUE_NOT_AVAILABLE_ULL = ~0ULL;
+
+// nvmlDeviceGetComputeRunningProcesses / GetGraphicsRunningProcesses (plain names, legacy layout).
+struct nvmlProcessInfo_v1_t {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;  // bytes, or NVML_VALUE_NOT_AVAILABLE
+};
+// The _v2 and _v3 names (nvml.h: nvmlProcessInfo_v2_t, also typedef'd as nvmlProcessInfo_t).
+struct nvmlProcessInfo_v2_t {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;      // 0xFFFFFFFF unless MIG
+  unsigned int computeInstanceId;  // 0xFFFFFFFF unless MIG
+};
+
+// Events. The set is an opaque handle owned by the library (nvmlEventSetFree).
+struct nvmlEventSet_st;
+using nvmlEventSet_t = nvmlEventSet_st*;
+inline constexpr unsigned long long nvmlEventTypeXidCriticalError = 0x0000000000000008ULL;
+// Filled by nvmlEventSetWait_v2. The two instance ids came with MIG; gpuhost reads only the first
+// three members, which every version of nvmlEventSetWait fills.
+struct nvmlEventData_t {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;    // the Xid for nvmlEventTypeXidCriticalError; 999 for an unknown Xid
+  unsigned int gpuInstanceId;      // 0xFFFFFFFF unless MIG attributes it to an instance
+  unsigned int computeInstanceId;  // 0xFFFFFFFF likewise
+};
+
+// GPU Performance Monitoring (GPM, Hopper and later): metrics computed between two samples.
+struct nvmlGpmSample_st;
+using nvmlGpmSample_t = nvmlGpmSample_st*;
+// nvmlGpmMetricId_t values used by gpuhost; the _UTIL ones are percent (0.0-100.0), the _PER_SEC
+// ones MiB/s.
+inline constexpr unsigned int NVML_GPM_METRIC_GRAPHICS_UTIL = 1;
+inline constexpr unsigned int NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5;
+inline constexpr unsigned int NVML_GPM_METRIC_DRAM_BW_UTIL = 10;
+inline constexpr unsigned int NVML_GPM_METRIC_PCIE_TX_PER_SEC = 20;
+inline constexpr unsigned int NVML_GPM_METRIC_PCIE_RX_PER_SEC = 21;
+// The array bound in this header version. Older drivers were built with a smaller bound under the
+// same struct version 1; they only touch metrics[0..numMetrics), which gpuhost keeps small.
+inline constexpr unsigned int NVML_GPM_METRIC_MAX = 333;
+struct nvmlGpmMetric_t {
+  unsigned int metricId;    // in: NVML_GPM_METRIC_*
+  nvmlReturn_t nvmlReturn;  // out: this metric's status; `value` is valid only on NVML_SUCCESS
+  double value;
+  struct {
+    char* shortName;
+    char* longName;
+    char* unit;
+  } metricInfo;  // out: may be null
+};
+inline constexpr unsigned int NVML_GPM_METRICS_GET_VERSION = 1;
+struct nvmlGpmMetricsGet_t {
+  unsigned int version;  // NVML_GPM_METRICS_GET_VERSION
+  unsigned int numMetrics;
+  nvmlGpmSample_t sample1;  // the earlier sample
+  nvmlGpmSample_t sample2;  // the later sample
+  nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
+};
+inline constexpr unsigned int NVML_GPM_SUPPORT_VERSION = 1;
+struct nvmlGpmSupport_t {
+  unsigned int version;  // NVML_GPM_SUPPORT_VERSION
+  unsigned int isSupportedDevice;
+};
+
 // nvmlClocksEventReason* bit masks live in gpu/snapshot.h (namespace clocks_event).
 
 // Sizes computed by hand from the declarations in nvml.h (x86-64, natural alignment). A mismatch
@@ -250,6 +357,19 @@ static_assert(sizeof(nvmlGridLicensableFeatures_v3_t) == 812);
 static_assert(sizeof(nvmlGridLicensableFeatures_v2_t) == 800);
 static_assert(sizeof(nvmlGridLicensableFeatures_v1_t) == 416);
 static_assert(sizeof(nvmlReturn_t) == 4 && sizeof(nvmlEnableState_t) == 4 && sizeof(nvmlDriverModel_t) == 4);
+static_assert(sizeof(nvmlValue_t) == 8);
+static_assert(sizeof(nvmlFieldValue_t) == 40);
+static_assert(offsetof(nvmlFieldValue_t, valueType) == 24);
+static_assert(offsetof(nvmlFieldValue_t, value) == 32);
+static_assert(sizeof(nvmlProcessInfo_v1_t) == 16);
+static_assert(sizeof(nvmlProcessInfo_v2_t) == 24);
+static_assert(offsetof(nvmlProcessInfo_v2_t, gpuInstanceId) == 16);
+static_assert(sizeof(nvmlEventData_t) == 32);
+static_assert(offsetof(nvmlEventData_t, eventData) == 16);
+static_assert(sizeof(nvmlGpmMetric_t) == 40);
+static_assert(sizeof(nvmlGpmMetricsGet_t) == 24 + 40 * NVML_GPM_METRIC_MAX);
+static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24);
+static_assert(sizeof(nvmlGpmSupport_t) == 8);
 
 // Function pointer types, one per NVML function gpuhost calls (signatures from nvml.h). Versioned
 // names that share a signature share a type.
@@ -313,5 +433,30 @@ using nvmlDeviceGetClock_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlClockTyp
 using nvmlDeviceGetUtilizationRates_fn = nvmlReturn_t (*)(nvmlDevice_t device,
                                                           nvmlUtilization_t* utilization);
 using nvmlDeviceGetPerformanceState_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlPstates_t* state);
+using nvmlDeviceGetTotalEnergyConsumption_fn = nvmlReturn_t (*)(nvmlDevice_t device,
+                                                                unsigned long long* energy_mj);
+using nvmlDeviceGetPcieThroughput_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlPcieUtilCounter_t counter,
+                                                        unsigned int* kb_per_s);
+// EncoderUtilization, DecoderUtilization.
+using nvmlDeviceGetCodecUtilization_fn = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* utilization,
+                                                          unsigned int* sampling_period_us);
+using nvmlDeviceGetFieldValues_fn = nvmlReturn_t (*)(nvmlDevice_t device, int values_count,
+                                                     nvmlFieldValue_t* values);
+// Compute/GraphicsRunningProcesses: _v3 and _v2 take nvmlProcessInfo_v2_t, the plain names v1.
+using nvmlDeviceGetRunningProcesses_v2_fn = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* info_count,
+                                                             nvmlProcessInfo_v2_t* infos);
+using nvmlDeviceGetRunningProcesses_v1_fn = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* info_count,
+                                                             nvmlProcessInfo_v1_t* infos);
+using nvmlEventSetCreate_fn = nvmlReturn_t (*)(nvmlEventSet_t* set);
+using nvmlDeviceRegisterEvents_fn = nvmlReturn_t (*)(nvmlDevice_t device, unsigned long long event_types,
+                                                     nvmlEventSet_t set);
+using nvmlEventSetWait_fn = nvmlReturn_t (*)(nvmlEventSet_t set, nvmlEventData_t* data,
+                                             unsigned int timeout_ms);  // _v2, plain
+using nvmlEventSetFree_fn = nvmlReturn_t (*)(nvmlEventSet_t set);
+using nvmlGpmQueryDeviceSupport_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlGpmSupport_t* support);
+using nvmlGpmSampleAlloc_fn = nvmlReturn_t (*)(nvmlGpmSample_t* sample);
+using nvmlGpmSampleFree_fn = nvmlReturn_t (*)(nvmlGpmSample_t sample);
+using nvmlGpmSampleGet_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlGpmSample_t sample);
+using nvmlGpmMetricsGet_fn = nvmlReturn_t (*)(nvmlGpmMetricsGet_t* metrics);
 
 }  // namespace gpuhost::gpu::nvml

@@ -170,6 +170,56 @@ inline constexpr std::uint64_t display_clock_setting = 0x100;
 // Names of the set bits, e.g. {"sw_thermal_slowdown"}.
 [[nodiscard]] std::vector<std::string> clocks_event_reason_names(std::uint64_t mask);
 
+// nvmlDeviceGetPcieThroughput: KB/s, each over a 20 ms window NVML samples during the call.
+struct PcieThroughput {
+  unsigned tx_kb_per_s = 0;
+  unsigned rx_kb_per_s = 0;
+
+  friend bool operator==(const PcieThroughput&, const PcieThroughput&) = default;
+};
+
+// NVLink data (payload) traffic summed over every link since the driver loaded (NVML field values
+// NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX with the all-links scope), and when NVML read it.
+struct NvlinkTraffic {
+  std::uint64_t tx_kib = 0;
+  std::uint64_t rx_kib = 0;
+  std::int64_t timestamp_us = 0;  // NVML's CPU timestamp, microseconds since 1970
+
+  friend bool operator==(const NvlinkTraffic&, const NvlinkTraffic&) = default;
+};
+
+// The last Xid (nvmlEventTypeXidCriticalError) gpuhost saw for a GPU since it started listening.
+struct XidState {
+  unsigned last_xid = 0;           // 0: none seen yet
+  std::uint64_t count = 0;         // Xid events seen since listening started
+  std::int64_t last_unix = 0;      // when the last one arrived; 0 when none
+
+  friend bool operator==(const XidState&, const XidState&) = default;
+};
+
+// GPU Performance Monitoring (nvmlGpmMetricsGet, Hopper and later) between two samples: the
+// previous collection's and this one's. Each metric has its own NVML status.
+struct GpmActivity {
+  double interval_s = 0;                   // time between the two samples
+  Reading<double> graphics_util_percent;   // NVML_GPM_METRIC_GRAPHICS_UTIL
+  Reading<double> tensor_util_percent;     // NVML_GPM_METRIC_ANY_TENSOR_UTIL
+  Reading<double> dram_bw_util_percent;    // NVML_GPM_METRIC_DRAM_BW_UTIL
+  Reading<double> pcie_tx_mib_per_s;       // NVML_GPM_METRIC_PCIE_TX_PER_SEC
+  Reading<double> pcie_rx_mib_per_s;       // NVML_GPM_METRIC_PCIE_RX_PER_SEC
+
+  friend bool operator==(const GpmActivity&, const GpmActivity&) = default;
+};
+
+// A process using a GPU (nvmlDeviceGetComputeRunningProcesses / ...GetGraphicsRunningProcesses).
+struct GpuProcess {
+  unsigned pid = 0;
+  bool graphics = false;  // from the graphics list (else compute)
+  // NVML_VALUE_NOT_AVAILABLE (Windows WDDM, where the OS owns GPU memory) gives nullopt.
+  std::optional<std::uint64_t> used_memory_bytes;
+
+  friend bool operator==(const GpuProcess&, const GpuProcess&) = default;
+};
+
 // One physical GPU as NVML reports it. A GPU that answered NVML_ERROR_GPU_IS_LOST has `lost` set
 // and only what was read before that.
 struct GpuDevice {
@@ -207,6 +257,21 @@ struct GpuDevice {
   Reading<Utilization> utilization;
   Reading<unsigned> performance_state;  // P0..P15; 32 = NVML_PSTATE_UNKNOWN
   Reading<unsigned> fan_percent;
+  Reading<std::vector<GpuProcess>> processes;  // compute then graphics; a pid in both listed once
+  Reading<std::uint64_t> total_energy_mj;      // nvmlDeviceGetTotalEnergyConsumption (Volta+)
+  Reading<PcieThroughput> pcie_throughput;     // nvmlDeviceGetPcieThroughput (not in vGPU guests)
+  Reading<unsigned> encoder_percent;           // nvmlDeviceGetEncoderUtilization
+  Reading<unsigned> decoder_percent;           // nvmlDeviceGetDecoderUtilization
+  Reading<unsigned> memory_temperature_c;      // field value NVML_FI_DEV_MEMORY_TEMP (HBM parts)
+  Reading<NvlinkTraffic> nvlink_traffic;       // field values NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_*
+
+  // Readings that need time or a listener, filled only by an NvmlSession (gpu/nvml_session.h);
+  // collect_snapshot() leaves them unattempted.
+  Reading<XidState> xid;                       // from the session's Xid event thread
+  Reading<GpmActivity> gpm;                    // between the previous collection and this one
+  // dcgm-exporter's DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL as DCGM computes it (DcgmCacheManager.cpp
+  // ReadAndCacheNvLinkBandwidth): the TX+RX KiB delta since the previous collection per second, / 1000.
+  Reading<double> nvlink_bandwidth;
 
   friend bool operator==(const GpuDevice&, const GpuDevice&) = default;
 };

@@ -4,6 +4,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/json.h"
 #include "base/json_fields.h"
@@ -188,6 +189,52 @@ Value device_to_json(const GpuDevice& d) {
   });
   v["performance_state"] = reading_to_json(d.performance_state);
   v["fan_percent"] = reading_to_json(d.fan_percent);
+  v["processes"] = reading_to_json(d.processes, [](const std::vector<GpuProcess>& list) {
+    Value a = Value::array();
+    for (const auto& p : list) {
+      Value o = Value::object();
+      o["pid"] = p.pid;
+      o["graphics"] = p.graphics;
+      o["used_memory_bytes"] = p.used_memory_bytes ? Value(*p.used_memory_bytes) : Value();
+      a.push_back(std::move(o));
+    }
+    return a;
+  });
+  v["total_energy_mj"] = reading_to_json(d.total_energy_mj);
+  v["pcie_throughput"] = reading_to_json(d.pcie_throughput, [](const PcieThroughput& t) {
+    Value o = Value::object();
+    o["tx_kb_per_s"] = t.tx_kb_per_s;
+    o["rx_kb_per_s"] = t.rx_kb_per_s;
+    return o;
+  });
+  v["encoder_percent"] = reading_to_json(d.encoder_percent);
+  v["decoder_percent"] = reading_to_json(d.decoder_percent);
+  v["memory_temperature_c"] = reading_to_json(d.memory_temperature_c);
+  v["nvlink_traffic"] = reading_to_json(d.nvlink_traffic, [](const NvlinkTraffic& t) {
+    Value o = Value::object();
+    o["tx_kib"] = t.tx_kib;
+    o["rx_kib"] = t.rx_kib;
+    o["timestamp_us"] = t.timestamp_us;
+    return o;
+  });
+  v["xid"] = reading_to_json(d.xid, [](const XidState& x) {
+    Value o = Value::object();
+    o["last_xid"] = x.last_xid;
+    o["count"] = x.count;
+    o["last_unix"] = x.last_unix;
+    return o;
+  });
+  v["gpm"] = reading_to_json(d.gpm, [](const GpmActivity& g) {
+    Value o = Value::object();
+    o["interval_s"] = g.interval_s;
+    o["graphics_util_percent"] = reading_to_json(g.graphics_util_percent);
+    o["tensor_util_percent"] = reading_to_json(g.tensor_util_percent);
+    o["dram_bw_util_percent"] = reading_to_json(g.dram_bw_util_percent);
+    o["pcie_tx_mib_per_s"] = reading_to_json(g.pcie_tx_mib_per_s);
+    o["pcie_rx_mib_per_s"] = reading_to_json(g.pcie_rx_mib_per_s);
+    return o;
+  });
+  v["nvlink_bandwidth"] = reading_to_json(d.nvlink_bandwidth);
   return v;
 }
 
@@ -242,6 +289,19 @@ class SnapshotParser {
   std::optional<unsigned> uint(const Value& v, const std::string& where) {
     if (!v.is_integer() || v.as_int() < 0) return type_error<unsigned>(v, where, "a whole number >= 0");
     return static_cast<unsigned>(v.as_int());
+  }
+  std::optional<double> number(const Value& v, const std::string& where) {
+    if (!v.is_number()) return type_error<double>(v, where, "a number");
+    return v.as_number();
+  }
+  std::optional<std::uint64_t> uint64(const Value& v, const std::string& where) {
+    if (!v.is_integer() || v.as_int() < 0) return type_error<std::uint64_t>(v, where, "a whole number >= 0");
+    return static_cast<std::uint64_t>(v.as_int());
+  }
+  std::optional<std::int64_t> int64(const Value* v, const std::string& where) {
+    if (!v || v->is_null()) return 0;
+    if (!v->is_integer()) return type_error<std::int64_t>(*v, where, "a whole number");
+    return v->as_int();
   }
   std::optional<bool> boolean(const Value& v, const std::string& where) {
     if (!v.is_bool()) return type_error<bool>(v, where, "true or false");
@@ -303,6 +363,7 @@ class SnapshotParser {
   }
 
   GpuDevice device(const Value& v, const std::string& where);
+  void activity(const Value& v, const std::string& where, GpuDevice& d);
 
  private:
   std::optional<Error> m_error;
@@ -457,7 +518,81 @@ GpuDevice SnapshotParser::device(const Value& v, const std::string& where) {
   });
   reading<unsigned>(v, "performance_state", where, d.performance_state, as_uint);
   reading<unsigned>(v, "fan_percent", where, d.fan_percent, as_uint);
+  activity(v, where, d);
   return d;
+}
+
+// The readings added with schema 1's second revision (processes onwards); absent in older reports.
+void SnapshotParser::activity(const Value& v, const std::string& where, GpuDevice& d) {
+  auto as_uint = [this](const Value& x, const std::string& w) { return uint(x, w); };
+  auto as_u64 = [this](const Value& x, const std::string& w) { return uint64(x, w); };
+  auto as_double = [this](const Value& x, const std::string& w) { return number(x, w); };
+  reading<std::vector<GpuProcess>>(
+      v, "processes", where, d.processes,
+      [this](const Value& x, const std::string& w) -> std::optional<std::vector<GpuProcess>> {
+        if (!x.is_array()) return type_error<std::vector<GpuProcess>>(x, w, "an array");
+        std::vector<GpuProcess> out;
+        for (std::size_t i = 0; i < x.items().size(); ++i) {
+          auto p = object<GpuProcess>(x.items()[i], w + "[" + std::to_string(i) + "]",
+                                      [](json::FieldReader& o, GpuProcess& g) {
+                                        o.read("pid", g.pid);
+                                        o.read("graphics", g.graphics);
+                                        o.read("used_memory_bytes", g.used_memory_bytes);
+                                      });
+          if (!p) return std::nullopt;
+          out.push_back(*p);
+        }
+        return out;
+      });
+  reading<std::uint64_t>(v, "total_energy_mj", where, d.total_energy_mj, as_u64);
+  reading<PcieThroughput>(v, "pcie_throughput", where, d.pcie_throughput,
+                          [this](const Value& x, const std::string& w) {
+                            return object<PcieThroughput>(x, w, [](json::FieldReader& o, PcieThroughput& t) {
+                              o.read("tx_kb_per_s", t.tx_kb_per_s);
+                              o.read("rx_kb_per_s", t.rx_kb_per_s);
+                            });
+                          });
+  reading<unsigned>(v, "encoder_percent", where, d.encoder_percent, as_uint);
+  reading<unsigned>(v, "decoder_percent", where, d.decoder_percent, as_uint);
+  reading<unsigned>(v, "memory_temperature_c", where, d.memory_temperature_c, as_uint);
+  reading<NvlinkTraffic>(v, "nvlink_traffic", where, d.nvlink_traffic,
+                         [this](const Value& x, const std::string& w) -> std::optional<NvlinkTraffic> {
+                           auto t = object<NvlinkTraffic>(x, w, [](json::FieldReader& o, NvlinkTraffic& n) {
+                             o.read("tx_kib", n.tx_kib);
+                             o.read("rx_kib", n.rx_kib);
+                           });
+                           auto timestamp = int64(x.find("timestamp_us"), w + ".timestamp_us");
+                           if (!t || !timestamp) return std::nullopt;
+                           t->timestamp_us = *timestamp;
+                           return t;
+                         });
+  reading<XidState>(v, "xid", where, d.xid,
+                    [this](const Value& x, const std::string& w) -> std::optional<XidState> {
+                      auto state = object<XidState>(x, w, [](json::FieldReader& o, XidState& s) {
+                        o.read("last_xid", s.last_xid);
+                        o.read("count", s.count);
+                      });
+                      auto last = int64(x.find("last_unix"), w + ".last_unix");
+                      if (!state || !last) return std::nullopt;
+                      state->last_unix = *last;
+                      return state;
+                    });
+  reading<GpmActivity>(v, "gpm", where, d.gpm,
+                       [&, this](const Value& x, const std::string& w) -> std::optional<GpmActivity> {
+                         json::FieldReader o(x, w);
+                         take(o);
+                         if (!o.ok()) return std::nullopt;
+                         GpmActivity g;
+                         if (const Value* interval = x.find("interval_s"); interval && !interval->is_null())
+                           g.interval_s = number(*interval, w + ".interval_s").value_or(0);
+                         reading<double>(x, "graphics_util_percent", w, g.graphics_util_percent, as_double);
+                         reading<double>(x, "tensor_util_percent", w, g.tensor_util_percent, as_double);
+                         reading<double>(x, "dram_bw_util_percent", w, g.dram_bw_util_percent, as_double);
+                         reading<double>(x, "pcie_tx_mib_per_s", w, g.pcie_tx_mib_per_s, as_double);
+                         reading<double>(x, "pcie_rx_mib_per_s", w, g.pcie_rx_mib_per_s, as_double);
+                         return g;
+                       });
+  reading<double>(v, "nvlink_bandwidth", where, d.nvlink_bandwidth, as_double);
 }
 
 }  // namespace

@@ -2,11 +2,13 @@
 
 #include "base/json.h"
 #include "gpu/fake_nvml_test_support.h"
+#include "gpu/nvml_session.h"
 #include "gpu/snapshot.h"
 
 namespace gpuhost::gpu {
 namespace {
 
+using testing::ScopedEnv;
 using testing::snapshot_of;
 
 GpuSnapshot round_trip(const GpuSnapshot& snapshot) {
@@ -74,12 +76,40 @@ TEST(SnapshotJson, EveryFieldRoundTrips) {
   d.utilization.value = Utilization{7, 8};
   d.performance_state.value = 32;
   d.fan_percent.issue = NvmlIssue{15, "NVML_ERROR_GPU_IS_LOST", "lost"};
+  d.processes.value = {GpuProcess{4242, false, 123456789}, GpuProcess{77, true, std::nullopt}};
+  d.total_energy_mj.value = 9007199254740993ULL;  // above 2^53: must stay an exact integer
+  d.pcie_throughput.value = PcieThroughput{14, 15};
+  d.encoder_percent.value = 16;
+  d.decoder_percent.issue = NvmlIssue{3, "NVML_ERROR_NOT_SUPPORTED", "m"};
+  d.memory_temperature_c.value = 17;
+  d.nvlink_traffic.value = NvlinkTraffic{18, 19, 1750000000123456};
+  d.xid.value = XidState{79, 3, 1767225601};
+  GpmActivity gpm;
+  gpm.interval_s = 15.25;
+  gpm.graphics_util_percent.value = 20.5;
+  gpm.tensor_util_percent.value = 0.125;
+  gpm.dram_bw_util_percent.issue = NvmlIssue{3, "NVML_ERROR_NOT_SUPPORTED", "m"};
+  gpm.pcie_tx_mib_per_s.value = 1e9;
+  gpm.pcie_rx_mib_per_s.value = 0;
+  d.gpm.value = gpm;
+  d.nvlink_bandwidth.value = 400000.5;
   s.devices.push_back(d);
   GpuDevice no_handle;
   no_handle.index = 6;
   no_handle.handle_error = NvmlIssue{15, "NVML_ERROR_GPU_IS_LOST", "lost"};
   s.devices.push_back(no_handle);
   EXPECT_TRUE(round_trip(s) == s) << json::dump(to_json(s), 2);
+}
+
+TEST(SnapshotJson, SessionReadingsRoundTrip) {
+  ScopedEnv scenario(testing::k_scenario_env, testing::scenario_path("eight_h100"));
+  ScopedEnv library(k_nvml_library_env, testing::k_fake_nvml);
+  NvmlSession session;
+  GpuSnapshot first = session.collect();   // GPM and NVLink rate: NO_DATA issues
+  GpuSnapshot second = session.collect();  // values
+  ASSERT_TRUE(second.devices.at(0).gpm.has_value());
+  EXPECT_TRUE(round_trip(first) == first) << json::dump(to_json(first), 2);
+  EXPECT_TRUE(round_trip(second) == second) << json::dump(to_json(second), 2);
 }
 
 TEST(SnapshotJson, DocumentedShape) {
@@ -102,6 +132,16 @@ TEST(SnapshotJson, DocumentedShape) {
   EXPECT_EQ(d.find("clocks_event_reasons")->find("names")->items()[0].as_string(), "gpu_idle");
   EXPECT_TRUE(d.find("temperature")->find("memory_max_c")->is_null());
   EXPECT_EQ(d.find("memory")->get_int("total_bytes"), 16106127360);
+  // WDDM: processes are listed, their memory is null (NVML_VALUE_NOT_AVAILABLE).
+  const json::Value* processes = d.find("processes");
+  ASSERT_TRUE(processes && processes->is_array());
+  ASSERT_EQ(processes->items().size(), 2u);
+  EXPECT_EQ(processes->items()[0].get_int("pid"), 4412);
+  EXPECT_TRUE(processes->items()[0].find("used_memory_bytes")->is_null());
+  EXPECT_TRUE(processes->items()[1].get_bool("graphics"));
+  // One-off snapshots never attempt the session readings.
+  EXPECT_TRUE(d.find("xid")->is_null());
+  EXPECT_TRUE(d.find("gpm")->is_null());
 }
 
 TEST(SnapshotJson, MissingFieldsAreDefaults) {

@@ -43,6 +43,13 @@ struct JobSpec {
   std::string cloud = "auto";
   std::optional<std::string> metadata_endpoint;  // overrides the cloud's http://169.254.169.254
   std::chrono::milliseconds poll_interval{std::chrono::seconds(5)};
+
+  // Object-storage mirror (doc/remote-store.md): a store URL (s3://..., file://...) or empty;
+  // `encrypt` a suite for crypt::choose_suite or empty; the key comes from this file, else
+  // GPUHOST_ENCRYPTION_KEY_FILE / GPUHOST_ENCRYPTION_KEY, never from the command line.
+  std::string remote;
+  std::string encrypt;
+  std::optional<std::filesystem::path> encryption_key_file;
 };
 
 [[nodiscard]] const char* save_request_name(JobSpec::SaveRequest request);  // "signal", "file", ...
@@ -86,6 +93,8 @@ struct JobPaths {
   [[nodiscard]] std::filesystem::path logs() const { return dir / "logs"; }
   [[nodiscard]] std::filesystem::path snapshots() const { return dir / "snapshots"; }
   [[nodiscard]] std::filesystem::path save_request() const { return dir / "save-request"; }
+  // Training scalars (metrics/history.h) and what the file tailer has consumed.
+  [[nodiscard]] std::filesystem::path metrics() const { return dir / "metrics"; }
 };
 
 [[nodiscard]] JobPaths job_paths(const std::filesystem::path& root, const std::string& name);

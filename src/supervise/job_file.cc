@@ -248,6 +248,16 @@ Result<void> read_preemption_table(const TableReader& t, JobSpec& spec) {
   return {};
 }
 
+// [remote]: the object-storage mirror (doc/remote-store.md). The key itself never goes in the
+// file: only where to read it.
+Result<void> read_remote_table(const TableReader& t, const std::filesystem::path& base, JobSpec& spec) {
+  if (auto known = t.check_keys({"url", "encrypt", "key_file"}); !known) return known;
+  if (auto url = GPUHOST_TRY(t.string("url"))) spec.remote = *url;
+  if (auto encrypt = GPUHOST_TRY(t.string("encrypt"))) spec.encrypt = *encrypt;
+  if (auto key_file = GPUHOST_TRY(t.string("key_file"))) spec.encryption_key_file = from_file_dir(base, *key_file);
+  return {};
+}
+
 Result<void> read_env_table(const toml::table& table, const std::string& file, JobSpec& spec) {
   for (auto&& [key, node] : table) {
     std::string value;
@@ -287,7 +297,7 @@ Result<void> load_job_file(const std::filesystem::path& path, JobSpec& spec) {
                                                   std::string(error.description()));
   }
   const toml::table& root = parsed.table();
-  const std::vector<std::string> tables = {"job", "save", "restart", "preemption", "env"};
+  const std::vector<std::string> tables = {"job", "save", "restart", "preemption", "remote", "env"};
   for (auto&& [key, node] : root) {
     std::string_view name = key.str();
     std::string where = file + ":" + std::to_string(key.source().begin.line) + ":" +
@@ -323,6 +333,9 @@ Result<void> load_job_file(const std::filesystem::path& path, JobSpec& spec) {
   if (auto* preemption = root["preemption"].as_table()) {
     if (auto read = read_preemption_table(TableReader(*preemption, "preemption", file), updated); !read)
       return read;
+  }
+  if (auto* remote = root["remote"].as_table()) {
+    if (auto read = read_remote_table(TableReader(*remote, "remote", file), base, updated); !read) return read;
   }
   if (auto* env = root["env"].as_table()) {
     if (auto read = read_env_table(*env, file, updated); !read) return read;

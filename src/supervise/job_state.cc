@@ -126,6 +126,59 @@ void fold_restart_scheduled(JobState& state, const JournalRecord& record) {
   add_event(state, record, reason.empty() ? "restart in " + delay : reason);
 }
 
+void fold_mirror_record(JobState& state, const JournalRecord& record) {
+  const json::Value& f = record.fields;
+  const std::string& type = record.type;
+  const std::string id = f.get_string("id");
+  state.mirrored = true;
+  auto drop_uploads = [&](auto&& match) { std::erase_if(state.pending_uploads, match); };
+  if (type == "mirror_upload_started") {
+    PendingUpload upload;
+    upload.checkpoint_id = id;
+    upload.remote_id = f.get_string("remote_id");
+    upload.object = f.get_string("object");
+    upload.upload_id = f.get_string("upload_id");
+    upload.part_size = static_cast<std::uint64_t>(std::max<std::int64_t>(0, f.get_int("part_size")));
+    // Started again by a resumed attempt: the parts journalled before still count.
+    for (const PendingUpload& earlier : state.pending_uploads)
+      if (earlier.upload_id == upload.upload_id) upload.parts = earlier.parts;
+    drop_uploads([&](const PendingUpload& u) { return u.upload_id == upload.upload_id; });
+    state.pending_uploads.push_back(std::move(upload));
+  } else if (type == "mirror_part_uploaded") {
+    for (auto& upload : state.pending_uploads)
+      if (upload.upload_id == f.get_string("upload_id"))
+        upload.parts.push_back(PendingUpload::Part{static_cast<int>(f.get_int("number")), f.get_string("etag"),
+                                                   static_cast<std::uint64_t>(std::max<std::int64_t>(0, f.get_int("size"))),
+                                                   f.get_string("sha256")});
+  } else if (type == "mirror_upload_aborted") {
+    drop_uploads([&](const PendingUpload& u) { return u.upload_id == f.get_string("upload_id"); });
+  } else if (type == "mirror_durable") {
+    drop_uploads([&](const PendingUpload& u) { return u.checkpoint_id == id; });
+    if (CommittedCheckpoint* checkpoint = find_checkpoint(state, id)) {
+      checkpoint->remote_id = f.get_string("remote_id");
+      checkpoint->durable_at = record.time;
+    }
+    std::string summary = "checkpoint " + id + " durable remotely as " + f.get_string("remote_id");
+    if (auto ms = optional_int(f, "upload_ms")) summary += " (uploaded in " + duration_text(*ms) + ")";
+    add_event(state, record, std::move(summary));
+  } else if (type == "mirror_removed") {
+    if (CommittedCheckpoint* checkpoint = find_checkpoint(state, id)) checkpoint->remote_id.clear();
+    add_event(state, record, "remote copy " + f.get_string("remote_id") + " of " + id + " deleted");
+  } else if (type == "mirror_failed") {
+    std::string summary = "mirror: " + f.get_string("error");
+    if (auto ms = optional_int(f, "retry_in_ms")) summary += "; retry in " + duration_text(*ms);
+    add_event(state, record, std::move(summary));
+  } else if (type == "mirror_deadline") {
+    add_event(state, record,
+              f.get_bool("durable") ? "checkpoint " + id + " durable remotely before the notice deadline"
+                                    : "checkpoint " + id + " NOT durable remotely by the notice deadline");
+  } else if (type == "checkpoint_restored") {
+    state.restored.push_back(RestoredCheckpoint{f.get_string("remote_id"), f.get_string("path"), f.get_string("content_hash")});
+    add_event(state, record, "restored " + f.get_string("remote_id") + " from " + f.get_string("store") + " into " +
+                                 f.get_string("path"));
+  }
+}
+
 std::optional<JobPhase> phase_of_outcome(std::string_view outcome) {
   if (outcome == "finished") return JobPhase::finished;
   if (outcome == "preempted") return JobPhase::preempted;
@@ -234,8 +287,10 @@ void fold_record(JobState& state, const JournalRecord& record) {
     std::string summary = "supervisor stopped: " + outcome;
     if (auto code = optional_int(f, "exit_code")) summary += " (exit code " + std::to_string(*code) + ")";
     add_event(state, record, std::move(summary));
+  } else if (type.starts_with("mirror_") || type == "checkpoint_restored") {
+    fold_mirror_record(state, record);
   } else if (type == "progress") {
-    // Not written by this version; newer writers may record steps seen in the trainer's output.
+    // The newest step the trainer reported (its output or logger files), now and then.
     if (auto step = optional_int(f, "step")) state.last_step = step;
   }
 }

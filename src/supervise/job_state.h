@@ -26,6 +26,35 @@ struct CommittedCheckpoint {
   std::string bad_reason;      // status bad: why
   std::string retired_reason;  // status retired: why ("retention", "overwritten", ...)
   bool pinned = false;
+  // The remote mirror (doc/remote-store.md): the checkpoint's name in the store once its
+  // manifest is stored (mirror_durable, or restored from there), cleared by mirror_removed.
+  std::string remote_id;
+  std::string durable_at;  // journal time of mirror_durable
+};
+
+// A multipart upload the mirror started and has not finished, aborted or seen durable: a
+// restarted supervisor continues it.
+struct PendingUpload {
+  std::string checkpoint_id;
+  std::string remote_id;
+  std::string object;  // key under the store's prefix
+  std::string upload_id;
+  std::uint64_t part_size = 0;
+  struct Part {
+    int number = 0;
+    std::string etag;
+    std::uint64_t size = 0;
+    std::string sha256;
+  };
+  std::vector<Part> parts;
+};
+
+// A checkpoint `gpuhost run` downloaded from the remote store (checkpoint_restored): its local
+// commit is known to be durable remotely already.
+struct RestoredCheckpoint {
+  std::string remote_id;
+  std::string path;
+  std::string content_hash;
 };
 
 // The file to resume from: gpuhost's snapshot when it took one (the trainer may have rewritten
@@ -64,6 +93,9 @@ struct JobState {
   std::optional<std::int64_t> last_step;  // newest step the journal saw (progress or checkpoint)
   std::vector<JobEvent> events;
   std::optional<std::string> last_exit;  // describe() of the last child exit
+  bool mirrored = false;  // a remote mirror record was seen (the job runs with --remote)
+  std::vector<PendingUpload> pending_uploads;
+  std::vector<RestoredCheckpoint> restored;
 };
 
 // The one human line for a record, as `gpuhost status` lists it and `gpuhost run` prints it as it

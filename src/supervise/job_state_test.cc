@@ -233,3 +233,46 @@ TEST(JobState, FoldingIsDeterministic) {
 
 }  // namespace
 }  // namespace gpuhost::supervise
+
+namespace gpuhost::supervise {
+namespace {
+
+TEST(JobStateMirror, PendingUploadsKeepTheirPartsUntilDurableThenTheCheckpointIsRemote) {
+  History h;
+  h.commit("/ck/a.pt", "xxh3-128:1", 10);  // ck-1
+  h.add("mirror_upload_started", {{"id", "ck-1"}, {"remote_id", "step-10"}, {"object", "j/step-10/files/a.pt"},
+                                  {"upload_id", "U1"}, {"part_size", 5242880}});
+  h.add("mirror_part_uploaded", {{"upload_id", "U1"}, {"number", 1}, {"etag", "e1"}, {"size", 5242880}, {"sha256", "s"}});
+  JobState mid = h.fold();
+  ASSERT_EQ(mid.pending_uploads.size(), 1u);
+  EXPECT_EQ(mid.pending_uploads[0].checkpoint_id, "ck-1");
+  ASSERT_EQ(mid.pending_uploads[0].parts.size(), 1u);
+  EXPECT_EQ(mid.pending_uploads[0].parts[0].etag, "e1");
+  EXPECT_TRUE(mid.checkpoints[0].remote_id.empty());
+  EXPECT_TRUE(mid.mirrored);
+
+  h.add("mirror_durable", {{"id", "ck-1"}, {"remote_id", "step-10"}, {"upload_ms", 1500}});
+  JobState done = h.fold();
+  EXPECT_TRUE(done.pending_uploads.empty());
+  EXPECT_EQ(done.checkpoints[0].remote_id, "step-10");
+  EXPECT_FALSE(done.checkpoints[0].durable_at.empty());
+  EXPECT_EQ(done.events.back().summary, "checkpoint ck-1 durable remotely as step-10 (uploaded in 1.5 s)");
+
+  h.add("mirror_removed", {{"id", "ck-1"}, {"remote_id", "step-10"}});
+  EXPECT_TRUE(h.fold().checkpoints[0].remote_id.empty());
+}
+
+TEST(JobStateMirror, AbortedUploadIsNoLongerPendingAndRestoredCheckpointsAreRemembered) {
+  History h;
+  h.add("checkpoint_restored", {{"remote_id", "step-5"}, {"path", "/ck/a.pt"}, {"content_hash", "xxh3-128:9"},
+                                {"store", "s3://b/"}});
+  h.add("mirror_upload_started", {{"id", "ck-2"}, {"object", "o"}, {"upload_id", "U2"}});
+  h.add("mirror_upload_aborted", {{"id", "ck-2"}, {"upload_id", "U2"}, {"reason", "retired"}});
+  JobState state = h.fold();
+  EXPECT_TRUE(state.pending_uploads.empty());
+  ASSERT_EQ(state.restored.size(), 1u);
+  EXPECT_EQ(state.restored[0].content_hash, "xxh3-128:9");
+}
+
+}  // namespace
+}  // namespace gpuhost::supervise

@@ -6,6 +6,7 @@
 #include <deque>
 #include <mutex>
 #include <random>
+#include <set>
 #include <system_error>
 #include <utility>
 
@@ -17,9 +18,13 @@
 #include "platform/process.h"
 #include "platform/system_info.h"
 #include "platform/termination.h"
+#include "crypt/cipher_suite.h"
+#include "store/store.h"
 #include "supervise/checkpoint_scanner.h"
+#include "supervise/mirror.h"
 #include "supervise/output_log.h"
 #include "supervise/snapshot.h"
+#include "supervise/training_metrics.h"
 
 namespace gpuhost::supervise {
 namespace {
@@ -119,6 +124,8 @@ class Supervisor {
   }
 
   void start_watcher();
+  void start_training_metrics();
+  void record_progress(bool now = false);
   void prime_scanner();
   void scan_checkpoints(bool settle_now);
   void commit(const CheckpointVerdict& verdict);
@@ -149,6 +156,17 @@ class Supervisor {
   std::optional<StopReason> wait_between_attempts(milliseconds delay);
   SupervisorResult finish(Outcome outcome, std::string reason);
 
+  // The remote mirror (doc/remote-store.md); all no-ops without one.
+  Result<void> start_mirror();
+  void restore_from_remote();
+  void mirror_committed(const CommittedCheckpoint& checkpoint);
+  void pump_mirror();
+  // Waits (journalling the mirror's progress) until `done` or `until`; false on timeout or a
+  // termination request.
+  bool wait_for_mirror(const std::function<bool()>& done, std::optional<SystemClock::time_point> until);
+  void acknowledge_notice();
+  void report_remote_deadline();
+
   const SupervisorOptions& m_options;
   JobSpec m_spec;
   JobPaths m_paths;
@@ -166,6 +184,11 @@ class Supervisor {
   std::vector<bool> m_drills_done;
   std::chrono::microseconds m_child_cpu{0};
   std::uint64_t m_child_peak_rss = 0;
+  std::unique_ptr<TrainingMetricsRecorder> m_metrics;  // null with training_metrics off
+  std::unique_ptr<Mirror> m_mirror;                    // null without a remote
+  std::set<std::string> m_mirror_queued;               // checkpoint ids handed to the mirror
+  std::filesystem::path m_metrics_channel;
+  SteadyClock::time_point m_next_progress{};
 
   // The notice being acted on while the child runs.
   struct ActiveNotice {
@@ -179,11 +202,47 @@ class Supervisor {
     bool stop_after_save = true;  // false for advisories: save and keep running
     StopReason reason = StopReason::preemption;
     bool save_recorded = false;  // save_completed (and the acknowledgement) happen once per notice
+    bool ack_pending = false;    // with a mirror, the acknowledgement waits for the upload
   };
   std::optional<ActiveNotice> m_notice;
   StopReason m_stopping = StopReason::none;
   std::optional<SteadyClock::time_point> m_kill_at;
 };
+
+void Supervisor::start_training_metrics() {
+  if (!m_options.training_metrics) return;
+  TrainingMetricsOptions options;
+  options.metrics_dir = m_paths.metrics();
+  std::error_code ec;
+  options.roots.push_back(m_spec.working_directory ? fs::absolute(*m_spec.working_directory, ec) : fs::current_path(ec));
+  fs::path checkpoints = m_spec.checkpoint_location;
+  // A single-file checkpoint (weights/last.pt): its run folder holds the loggers' files.
+  if (!fs::is_directory(checkpoints, ec) && checkpoints.has_extension()) checkpoints = checkpoints.parent_path();
+  if (checkpoints.filename() == "weights") checkpoints = checkpoints.parent_path();  // Ultralytics runs/*/weights
+  if (!checkpoints.empty()) options.roots.push_back(checkpoints);
+  std::optional<std::string> own_channel = platform::get_env("GPUHOST_METRICS_FILE");
+  for (const auto& [name, value] : m_spec.environment)
+    if (name == "GPUHOST_METRICS_FILE") own_channel = value;
+  options.channel = own_channel ? fs::path(*own_channel) : m_paths.metrics() / "channel.jsonl";
+  if (options.channel.is_relative()) options.channel = options.roots.front() / options.channel;
+  m_metrics_channel = options.channel;
+  options.on_message = m_options.on_message;
+  m_metrics = std::make_unique<TrainingMetricsRecorder>(std::move(options));
+}
+
+// The newest step the trainer reported, journalled now and then so `gpuhost status` and the
+// dashboard's markers know where training was; never more often than progress_interval.
+void Supervisor::record_progress(bool right_now) {
+  if (!m_metrics) return;
+  const auto now = SteadyClock::now();
+  if (now < m_next_progress && !right_now) return;
+  m_next_progress = now + m_options.progress_interval;
+  auto step = m_metrics->newest_step();
+  if (!step || (m_state.last_step && *m_state.last_step == *step)) return;
+  json::Value fields = json::Value::object();
+  fields["step"] = *step;
+  record("progress", std::move(fields));
+}
 
 bool Supervisor::record(std::string_view type, json::Value fields) {
   auto appended = m_journal.append(type, std::move(fields));
@@ -293,6 +352,7 @@ void Supervisor::commit(const CheckpointVerdict& verdict) {
     m_scanner.forget(verdict.path);
     return;
   }
+  mirror_committed(m_state.checkpoints.back());
   if (m_notice && !m_notice->save_recorded && verdict.modified >= m_notice->received_wall) {
     m_notice->save_recorded = true;
     const std::string id = m_state.checkpoints.back().id;
@@ -300,18 +360,183 @@ void Supervisor::commit(const CheckpointVerdict& verdict) {
     done["id"] = id;
     done["duration_ms"] = to_ms(SteadyClock::now() - m_notice->received);
     record("save_completed", std::move(done));
-    if (m_watcher && !m_notice->notice.event_id.empty()) {
-      auto acknowledged = m_watcher->acknowledge(m_notice->notice);
-      json::Value ack = json::Value::object();
-      ack["source"] = notice_source_name(m_notice->notice.source);
-      ack["event_id"] = m_notice->notice.event_id;
-      if (acknowledged) {
-        record("notice_acknowledged", std::move(ack));
-      } else {
-        message("could not acknowledge the notice: " + acknowledged.error().message);
-      }
+    // With a mirror, the cloud is told to go ahead only once the upload is durable (or the
+    // deadline came): Azure evicts right after the acknowledgement.
+    if (m_mirror) {
+      m_notice->ack_pending = true;
+    } else {
+      acknowledge_notice();
     }
   }
+}
+
+void Supervisor::acknowledge_notice() {
+  if (!m_notice || !m_watcher || m_notice->notice.event_id.empty()) return;
+  auto acknowledged = m_watcher->acknowledge(m_notice->notice);
+  json::Value ack = json::Value::object();
+  ack["source"] = notice_source_name(m_notice->notice.source);
+  ack["event_id"] = m_notice->notice.event_id;
+  if (acknowledged) {
+    record("notice_acknowledged", std::move(ack));
+  } else {
+    message("could not acknowledge the notice: " + acknowledged.error().message);
+  }
+}
+
+Result<void> Supervisor::start_mirror() {
+  if (m_spec.remote.empty()) return {};
+  MirrorOptions options;
+  options.job = m_spec.name;
+  options.store = GPUHOST_TRY(store::open_store(m_spec.remote));
+  // Tuning for tests and slow links: objects above this many MiB go in parts of this size
+  // (S3's minimum part is 5 MiB; transfer.h clamps).
+  if (auto mib = platform::get_env("GPUHOST_MIRROR_PART_MIB")) {
+    if (auto value = parse_int(*mib); value && *value > 0) {
+      options.upload.part_size = static_cast<std::uint64_t>(*value) << 20;
+      options.upload.multipart_threshold = options.upload.part_size;
+    }
+  }
+  const bool have_key_source = m_spec.encryption_key_file || platform::get_env(crypt::k_key_file_env) ||
+                               platform::get_env(crypt::k_key_env);
+  if (!m_spec.encrypt.empty() || have_key_source) {
+    auto key = crypt::load_encryption_key(m_spec.encryption_key_file);
+    if (!key) return std::unexpected(with_context(key.error(), "loading the encryption key"));
+    options.key.emplace(std::move(*key));
+  }
+  // The trainer never needs the key: it is not passed on in its environment.
+  platform::unset_env(crypt::k_key_env);
+  if (!m_spec.encrypt.empty()) options.suite = GPUHOST_TRY(crypt::choose_suite(m_spec.encrypt));
+  options.encrypt = !m_spec.encrypt.empty();  // else a key only for reading what is there
+  m_mirror = std::make_unique<Mirror>(std::move(options));
+  // Before any upload of ours starts: what a crash left behind and no journal record continues.
+  std::set<std::string> keep;
+  for (const PendingUpload& upload : m_state.pending_uploads) keep.insert(upload.upload_id);
+  m_mirror->abort_stale_uploads(std::move(keep));
+  return {};
+}
+
+// A fresh host: nothing committed locally, so the newest remote checkpoint that authenticates
+// and verifies is downloaded into the checkpoint location; the next scan commits it.
+void Supervisor::restore_from_remote() {
+  if (!m_mirror || !resume_candidates(m_state).empty()) return;
+  const crypt::EncryptionKey* key = m_mirror->key();
+  auto entries = list_remote_checkpoints(m_mirror->object_store(), m_spec.name, key);
+  if (!entries) {
+    message("listing remote checkpoints in " + m_mirror->object_store().describe() + ": " + entries.error().message);
+    return;
+  }
+  std::error_code ec;
+  const fs::path location = m_spec.checkpoint_location;
+  for (const RemoteEntry& entry : *entries) {
+    if (!entry.manifest) {
+      json::Value fields = json::Value::object();
+      fields["error"] = "remote checkpoint " + entry.key + " skipped: " + entry.problem;
+      record("mirror_failed", std::move(fields));
+      continue;
+    }
+    const CheckpointManifest& manifest = *entry.manifest;
+    // A single-file location (weights/last.pt) is the file itself; else the name goes inside.
+    fs::path destination = location / fs::path(manifest.name);
+    if (!manifest.directory && location.filename() == fs::path(manifest.name) && !fs::is_directory(location, ec))
+      destination = location;
+    if (fs::exists(destination, ec)) {
+      message("not restoring " + manifest.remote_id + ": " + destination.string() + " exists");
+      continue;
+    }
+    auto pulled = pull_checkpoint(m_mirror->object_store(), manifest, key, destination);
+    if (!pulled) {
+      json::Value fields = json::Value::object();
+      fields["error"] = "restoring " + manifest.remote_id + ": " + pulled.error().message;
+      record("mirror_failed", std::move(fields));
+      continue;
+    }
+    json::Value fields = json::Value::object();
+    fields["remote_id"] = manifest.remote_id;
+    fields["store"] = m_mirror->object_store().describe();
+    fields["path"] = pulled->string();
+    fields["step"] = manifest.step ? json::Value(*manifest.step) : json::Value();
+    fields["content_hash"] = manifest.content_hash;
+    fields["encrypted"] = !manifest.suite.empty();
+    record("checkpoint_restored", std::move(fields));
+    return;
+  }
+}
+
+void Supervisor::mirror_committed(const CommittedCheckpoint& c) {
+  if (!m_mirror) return;
+  for (const RestoredCheckpoint& restored : m_state.restored) {
+    if (restored.content_hash != c.content_hash) continue;
+    // These bytes came from the remote: they are durable there already.
+    json::Value fields = json::Value::object();
+    fields["id"] = c.id;
+    fields["remote_id"] = restored.remote_id;
+    fields["step"] = c.step ? json::Value(*c.step) : json::Value();
+    fields["bytes"] = c.size_bytes;
+    fields["manifest"] = manifest_key(m_spec.name, restored.remote_id);
+    fields["restored"] = true;
+    record("mirror_durable", std::move(fields));
+    return;
+  }
+  m_mirror_queued.insert(c.id);
+  PushRequest request;
+  request.job = m_spec.name;
+  request.remote_id = remote_checkpoint_id(c.step, c.content_hash);
+  request.checkpoint_id = c.id;
+  request.source = resume_path(c);
+  fs::path relative = fs::path(c.path).lexically_relative(m_spec.checkpoint_location);
+  request.name = relative.empty() || relative.native().starts_with(fs::path("..").native()) || relative == "."
+                     ? fs::path(c.path).filename().generic_string()
+                     : relative.generic_string();
+  request.format = c.format;
+  request.step = c.step;
+  request.content_hash = c.content_hash;
+  request.staging = m_paths.dir / "mirror" / request.remote_id;
+  std::map<std::string, ResumableUpload> resume;
+  for (const PendingUpload& upload : m_state.pending_uploads) {
+    if (upload.checkpoint_id != c.id) continue;
+    ResumableUpload& r = resume[upload.object];
+    r.upload_id = upload.upload_id;
+    for (const auto& part : upload.parts) r.parts.push_back(store::PartInfo{part.number, part.etag, part.size, part.sha256});
+  }
+  m_mirror->enqueue_upload(std::move(request), std::move(resume));
+}
+
+void Supervisor::pump_mirror() {
+  if (!m_mirror) return;
+  for (MirrorEvent& event : m_mirror->take_events()) record(event.type, std::move(event.fields));
+}
+
+bool Supervisor::wait_for_mirror(const std::function<bool()>& done, std::optional<SystemClock::time_point> until) {
+  for (;;) {
+    pump_mirror();
+    if (done()) return true;
+    if (until && SystemClock::now() >= *until) return false;
+    if (platform::wait_termination_request(milliseconds(100))) return false;
+  }
+}
+
+// On a preemption: waits for the newest committed checkpoint to become durable remotely, up to
+// the notice's deadline (less a second to acknowledge), journals whether it did, then lets the
+// cloud go ahead.
+void Supervisor::report_remote_deadline() {
+  if (!m_mirror || !m_notice) return;
+  auto candidates = resume_candidates(m_state);
+  if (!candidates.empty()) {
+    const std::string id = candidates.front()->id;
+    const auto began = SteadyClock::now();
+    auto durable = [&] {
+      for (const auto& c : m_state.checkpoints)
+        if (c.id == id) return !c.remote_id.empty();
+      return false;
+    };
+    bool in_time = wait_for_mirror(durable, m_notice->notice.deadline - std::chrono::seconds(1));
+    json::Value fields = json::Value::object();
+    fields["id"] = id;
+    fields["durable"] = in_time;
+    fields["waited_ms"] = to_ms(SteadyClock::now() - began);
+    record("mirror_deadline", std::move(fields));
+  }
+  if (m_notice->ack_pending) acknowledge_notice();
 }
 
 void Supervisor::pick_up_pins() {
@@ -364,6 +589,12 @@ void Supervisor::apply_retention() {
     fields["id"] = c.id;
     fields["reason"] = "retention (keep " + std::to_string(m_spec.keep) + ")";
     record("checkpoint_retired", std::move(fields));
+    if (m_mirror) {
+      std::vector<std::pair<std::string, std::string>> uploads;
+      for (const PendingUpload& upload : m_state.pending_uploads)
+        if (upload.checkpoint_id == c.id) uploads.emplace_back(upload.object, upload.upload_id);
+      m_mirror->retire(c.id, c.remote_id, uploads);
+    }
   }
 }
 
@@ -414,8 +645,14 @@ Result<platform::ChildProcess> Supervisor::launch(const ResumePoint& resume) {
     set("GPUHOST_SAVE_REQUEST", m_paths.save_request().string());
   // Python buffers stdout when it is a pipe: without this the console shows nothing for minutes.
   if (!platform::get_env("PYTHONUNBUFFERED")) set("PYTHONUNBUFFERED", "1");
+  if (!m_metrics_channel.empty() && !platform::get_env("GPUHOST_METRICS_FILE") &&
+      std::none_of(m_spec.environment.begin(), m_spec.environment.end(),
+                   [](const auto& entry) { return entry.first == "GPUHOST_METRICS_FILE"; }))
+    set("GPUHOST_METRICS_FILE", m_metrics_channel.string());
+  if (m_metrics) m_metrics->child_started();
   child.on_output = [this](platform::OutputStream stream, std::string_view chunk) {
     (stream == platform::OutputStream::out ? m_stdout_log : m_stderr_log).write(chunk);
+    if (m_metrics) m_metrics->on_output(stream, chunk);
     if (m_options.echo) m_options.echo(stream, chunk);
   };
   std::error_code ec;
@@ -543,6 +780,8 @@ Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProces
     }
 
     while (auto notice = m_inbox.pop()) handle_notice(child, *notice);
+    record_progress();
+    pump_mirror();
 
     for (std::size_t i = 0; i < m_options.drills.size(); ++i) {
       if (m_drills_done[i] || now - *m_first_start < m_options.drills[i].at) continue;
@@ -665,6 +904,19 @@ std::optional<StopReason> Supervisor::wait_between_attempts(milliseconds delay) 
 }
 
 SupervisorResult Supervisor::finish(Outcome outcome, std::string reason) {
+  if (m_mirror) {
+    if (outcome == Outcome::preempted) {
+      report_remote_deadline();
+    } else {
+      // Nothing is in a hurry: the checkpoints committed last go up before gpuhost exits
+      // (Ctrl-C or SIGTERM leaves the rest to the next supervisor, which resumes the uploads).
+      if (!m_mirror->idle()) message("waiting for the remote mirror to finish uploading");
+      wait_for_mirror([&] { return m_mirror->idle(); }, std::nullopt);
+    }
+    m_mirror->stop();
+    pump_mirror();
+    m_mirror.reset();
+  }
   platform::ResourceUsage self = platform::self_resource_usage();
   json::Value fields = json::Value::object();
   fields["outcome"] = outcome_name(outcome);
@@ -712,6 +964,8 @@ Result<SupervisorResult> Supervisor::run() {
 
   platform::install_termination_handlers();
   start_watcher();
+  start_training_metrics();
+  if (m_options.on_job_ready) m_options.on_job_ready(m_spec.name, m_paths.dir);
   prime_scanner();
   m_drills_done.assign(m_options.drills.size(), false);
   // No trainer of ours runs yet (leftovers were killed above), so what is on disk has settled:
@@ -719,6 +973,25 @@ Result<SupervisorResult> Supervisor::run() {
   // moments before a supervisor was killed) are committed now and can be resumed from, instead
   // of being found only after a fresh start has overwritten them.
   scan_checkpoints(true);
+  if (auto mirror = start_mirror(); !mirror) {
+    json::Value fields = json::Value::object();
+    fields["reason"] = "the remote store " + m_spec.remote + " cannot be used: " + mirror.error().message;
+    record("gave_up", fields);
+    return finish(Outcome::failed, fields.get_string("reason"));
+  }
+  if (m_mirror) {
+    restore_from_remote();
+    scan_checkpoints(true);
+    // Uploads a crash interrupted go on; the newest live checkpoint goes up if it is not there.
+    std::set<std::string> resumed;
+    for (const PendingUpload& upload : m_state.pending_uploads) resumed.insert(upload.checkpoint_id);
+    std::vector<CommittedCheckpoint> wanted;  // copies: mirror_committed may append records
+    auto live = resume_candidates(m_state);
+    for (auto it = live.rbegin(); it != live.rend(); ++it)
+      if ((*it)->remote_id.empty() && (resumed.contains((*it)->id) || *it == live.front())) wanted.push_back(**it);
+    for (const CommittedCheckpoint& c : wanted)
+      if (!m_mirror_queued.contains(c.id)) mirror_committed(c);
+  }
 
   std::vector<Attempt> history;
   for (;;) {
@@ -731,6 +1004,7 @@ Result<SupervisorResult> Supervisor::run() {
       return finish(Outcome::failed, "the trainer could not be started: " + child.error().message);
     }
     auto end = supervise_child(*child, resume);
+    record_progress(true);  // the step the trainer reached, before the exit is judged
     if (!end) {
       child->kill_tree();
       return finish(Outcome::failed, "lost track of the trainer: " + end.error().message);

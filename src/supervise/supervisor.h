@@ -56,6 +56,13 @@ struct SupervisorOptions {
   std::function<void(const JournalRecord&)> on_record;
   // One-line messages that are not journal records ("waiting 2 s before restart 3/10").
   std::function<void(std::string_view)> on_message;
+  // Once the job's lock is held and its directory exists, before the first child starts (e.g. to
+  // start `gpuhost run --dashboard`). Called from the supervisor's thread.
+  std::function<void(const std::string& job_name, const std::filesystem::path& job_dir)> on_job_ready;
+  // Collect training scalars from the trainer's output and files (supervise/training_metrics.h).
+  bool training_metrics = true;
+  // How often the newest training step is journalled as a progress record (when it changed).
+  std::chrono::milliseconds progress_interval{std::chrono::seconds(30)};
 };
 
 struct SupervisorResult {

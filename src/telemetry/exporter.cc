@@ -2,45 +2,45 @@
 
 #include <chrono>
 
-#include "gpu/collector.h"
 #include "platform/child_process.h"
 #include "telemetry/gpu_metrics.h"
+#include "telemetry/job_metrics.h"
 
 namespace gpuhost::telemetry {
-namespace {
 
-constexpr std::string_view k_landing_page = R"(<!DOCTYPE html>
-<html lang="en">
-<head><meta charset="utf-8"><title>gpuhost</title></head>
-<body>
-<h1>gpuhost</h1>
-<p>Prometheus metrics of this host's GPUs (dcgm-exporter names): <a href="metrics">/metrics</a></p>
-<p>Metric reference: doc/metrics.md in the gpuhost sources.</p>
-</body>
-</html>
-)";
+MetricsExporter::MetricsExporter(ExporterOptions options)
+    : m_hostname(std::move(options.hostname)),
+      m_source(std::move(options.source)),
+      m_jobs(JobCatalogOptions{std::move(options.jobs_root), std::move(options.only_job)}),
+      m_gpus([this] { return collect_locked(); }),
+      m_dashboard(m_jobs, m_gpus) {}
 
-}  // namespace
-
-MetricsExporter::MetricsExporter(std::string hostname) : m_hostname(std::move(hostname)) {}
+MetricsExporter::MetricsExporter(std::string hostname)
+    : MetricsExporter(ExporterOptions{std::move(hostname), {}, {}, {}}) {}
 
 MetricsExporter::MetricsExporter(std::string hostname, SnapshotSource source)
-    : m_hostname(std::move(hostname)), m_source(std::move(source)) {}
+    : MetricsExporter(ExporterOptions{std::move(hostname), {}, {}, std::move(source)}) {}
 
 gpu::GpuSnapshot MetricsExporter::collect() {
   if (m_source) return m_source();
-  if (!m_nvml || !m_nvml->initialized()) {
-    m_nvml.reset();  // shut the old one down before loading again
-    m_nvml.emplace(gpu::NvmlLibrary::open());
-  }
-  return gpu::collect_snapshot(*m_nvml);
+  return m_nvml.collect();  // opens NVML again while it is unusable
+}
+
+gpu::GpuSnapshot MetricsExporter::collect_locked() {
+  std::lock_guard lock(m_mutex);
+  return collect();
 }
 
 std::string MetricsExporter::scrape() {
-  std::lock_guard lock(m_mutex);
   const auto started = std::chrono::steady_clock::now();
   MetricSet set;
-  append_gpu_metrics(collect(), m_hostname, set);
+  append_gpu_metrics(collect_locked(), m_hostname, set);
+
+  m_jobs.refresh();
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  for (const auto& job : m_jobs.jobs())
+    append_job_metrics(job.name, job.journal->state, job.history.get(), now, set);
 
   const auto usage = platform::self_resource_usage();
   set.add("gpuhost_process_cpu_seconds_total", MetricType::counter,
@@ -62,12 +62,11 @@ std::string MetricsExporter::scrape() {
 }
 
 Response MetricsExporter::handle(const RequestHead& request) {
-  const std::string path = request.path();
-  const bool known = path == "/" || path == "/metrics";
-  if (!known) {
+  if (request.path() != "/metrics") {
+    if (auto answer = m_dashboard.handle(request)) return std::move(*answer);
     Response r;
     r.status = 404;
-    r.body = "not found; try /metrics\n";
+    r.body = "not found; try /metrics, or / for the dashboard\n";
     return r;
   }
   if (request.method != "GET" && request.method != "HEAD") {
@@ -78,14 +77,8 @@ Response MetricsExporter::handle(const RequestHead& request) {
     return r;
   }
   Response r;
-  if (path == "/metrics") {
-    r.content_type = std::string(k_prometheus_content_type);
-    r.body = scrape();
-  } else {
-    r.content_type = "text/html; charset=utf-8";
-    r.body = std::string(k_landing_page);
-    r.headers.emplace_back("Content-Security-Policy", "default-src 'none'");
-  }
+  r.content_type = std::string(k_prometheus_content_type);
+  r.body = scrape();
   return r;
 }
 

@@ -79,6 +79,78 @@ Response plain(int status, std::string body) {
   return r;
 }
 
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Everything but RFC 3986 unreserved characters as %XX: safe in a cookie value and a URL.
+std::string percent_encode(std::string_view text) {
+  static constexpr char k_hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '.' ||
+        c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += k_hex[c >> 4];
+      out += k_hex[c & 15];
+    }
+  }
+  return out;
+}
+
+// The query's "name=value" pairs, undecoded.
+std::vector<std::pair<std::string_view, std::string_view>> query_pairs(std::string_view target) {
+  std::vector<std::pair<std::string_view, std::string_view>> pairs;
+  auto question = target.find('?');
+  if (question == std::string_view::npos) return pairs;
+  std::string_view query = target.substr(question + 1);
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    auto eq = pair.find('=');
+    if (!pair.empty())
+      pairs.emplace_back(pair.substr(0, eq),
+                         eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return pairs;
+}
+
+// `target` without its `token` parameters, for the redirect that takes the token out of the URL.
+std::string without_token(std::string_view target) {
+  std::string out(target.substr(0, target.find('?')));
+  char separator = '?';
+  for (const auto& [name, value] : query_pairs(target)) {
+    if (percent_decode(name) == "token") continue;
+    out += separator;
+    out += name;
+    if (!value.empty()) {
+      out += '=';
+      out += value;
+    }
+    separator = '&';
+  }
+  return out;
+}
+
+std::optional<std::string> cookie(const RequestHead& request, std::string_view name) {
+  // Cookie: a=b; c=d (RFC 6265 §5.4); a browser may send several Cookie lines over HTTP/2 only.
+  auto header = request.header("Cookie");
+  if (!header) return std::nullopt;
+  for (const auto& part : split(*header, ';')) {
+    std::string_view item = trim(part);
+    auto eq = item.find('=');
+    if (eq != std::string_view::npos && item.substr(0, eq) == name) return std::string(item.substr(eq + 1));
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<std::string> RequestHead::header(std::string_view name) const {
@@ -89,6 +161,36 @@ std::optional<std::string> RequestHead::header(std::string_view name) const {
 
 std::string RequestHead::path() const {
   return target.substr(0, target.find('?'));
+}
+
+std::optional<std::string> RequestHead::query(std::string_view name) const {
+  for (const auto& [n, v] : query_pairs(target))
+    if (percent_decode(n) == name) return percent_decode(v).value_or("");
+  return std::nullopt;
+}
+
+std::optional<std::string> percent_decode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '+') {
+      out += ' ';
+    } else if (text[i] == '%') {
+      if (i + 2 >= text.size()) return std::nullopt;
+      int hi = hex_value(text[i + 1]);
+      int lo = hex_value(text[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+std::string token_cookie_name(std::uint16_t port) {
+  return "gpuhost_token_" + std::to_string(port);
 }
 
 Result<RequestHead> parse_request_head(std::string_view head) {
@@ -163,21 +265,26 @@ AccessVerdict check_access(const RequestHead& request, const AccessPolicy& polic
       if (parsed->second && *parsed->second != policy.port) return AccessVerdict::foreign_host;
     }
   }
-  if (!policy.token.empty()) {
-    auto auth = request.header("Authorization");
-    constexpr std::string_view scheme = "bearer ";
-    if (!auth || auth->size() < scheme.size() ||
-        !iequals(std::string_view(*auth).substr(0, scheme.size()), scheme))
-      return AccessVerdict::unauthorized;
-    if (!same_secret(trim(std::string_view(*auth).substr(scheme.size())), policy.token))
-      return AccessVerdict::unauthorized;
+  if (policy.token.empty()) return AccessVerdict::allowed;
+  constexpr std::string_view scheme = "bearer ";
+  if (auto auth = request.header("Authorization");
+      auth && auth->size() >= scheme.size() &&
+      iequals(std::string_view(*auth).substr(0, scheme.size()), scheme) &&
+      same_secret(trim(std::string_view(*auth).substr(scheme.size())), policy.token))
+    return AccessVerdict::allowed;
+  if (auto value = cookie(request, token_cookie_name(policy.port))) {
+    auto decoded = percent_decode(*value);
+    if (decoded && same_secret(*decoded, policy.token)) return AccessVerdict::allowed;
   }
-  return AccessVerdict::allowed;
+  if (auto value = request.query("token"); value && same_secret(*value, policy.token))
+    return AccessVerdict::allowed_by_query_token;
+  return AccessVerdict::unauthorized;
 }
 
 const char* status_reason(int status) {
   switch (status) {
     case 200: return "OK";
+    case 303: return "See Other";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
     case 403: return "Forbidden";
@@ -195,47 +302,108 @@ std::string serialize_response(const Response& response, bool head_only) {
   std::string out =
       "HTTP/1.1 " + std::to_string(response.status) + " " + status_reason(response.status) + "\r\n";
   out += "Content-Type: " + response.content_type + "\r\n";
-  out += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
+  if (!response.stream) out += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
   out += "Connection: close\r\n";
   out += "X-Content-Type-Options: nosniff\r\n";
   out += "Cache-Control: no-store\r\n";
   for (const auto& [name, value] : response.headers) out += name + ": " + value + "\r\n";
   out += "\r\n";
-  if (!head_only) out += response.body;
+  if (!head_only && !response.stream) out += response.body;
   return out;
+}
+
+Answer answer_for(std::string_view raw_head, const AccessPolicy& policy, const RequestHandler& handler) {
+  auto request = parse_request_head(raw_head);
+  if (!request) return {plain(400, "bad request: " + request.error().message + "\n"), false};
+  const bool head_only = request->method == "HEAD";
+  switch (check_access(*request, policy)) {
+    case AccessVerdict::allowed: break;
+    case AccessVerdict::allowed_by_query_token:
+      if (request->method == "GET" || head_only) {
+        // The token leaves the address bar (and what the browser keeps of it) for a cookie that
+        // scripts cannot read and other sites cannot send.
+        Response r = plain(303, "see other\n");
+        r.headers.emplace_back("Location", without_token(request->target));
+        r.headers.emplace_back("Set-Cookie", token_cookie_name(policy.port) + "=" +
+                                                 percent_encode(policy.token) +
+                                                 "; Path=/; HttpOnly; SameSite=Strict");
+        r.headers.emplace_back("Referrer-Policy", "no-referrer");
+        return {std::move(r), head_only};
+      }
+      break;
+    case AccessVerdict::bad_request:
+      return {plain(400, "bad request: missing or malformed Host header\n"), head_only};
+    case AccessVerdict::foreign_host:
+      // Never echo the Host: it is attacker-chosen text.
+      return {plain(403,
+                    "forbidden: this server answers only to the names it is bound to (DNS rebinding "
+                    "protection)\n"),
+              head_only};
+    case AccessVerdict::unauthorized: {
+      Response r = plain(401,
+                         "unauthorized: send Authorization: Bearer <token>, or open the page once as "
+                         "/?token=<token>\n");
+      r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"gpuhost\"");
+      return {std::move(r), head_only};
+    }
+  }
+  try {
+    return {handler(*request), head_only};
+  } catch (const std::exception& e) {
+    return {plain(500, std::string("internal error: ") + e.what() + "\n"), head_only};
+  }
 }
 
 std::string answer_request(std::string_view raw_head, const AccessPolicy& policy,
                            const RequestHandler& handler) {
-  auto request = parse_request_head(raw_head);
-  if (!request)
-    return serialize_response(plain(400, "bad request: " + request.error().message + "\n"), false);
-  const bool head_only = request->method == "HEAD";
-  switch (check_access(*request, policy)) {
-    case AccessVerdict::allowed: break;
-    case AccessVerdict::bad_request:
-      return serialize_response(plain(400, "bad request: missing or malformed Host header\n"), head_only);
-    case AccessVerdict::foreign_host:
-      // Never echo the Host: it is attacker-chosen text.
-      return serialize_response(
-          plain(
-              403,
-              "forbidden: this server answers only to the names it is bound to (DNS rebinding protection)\n"),
-          head_only);
-    case AccessVerdict::unauthorized: {
-      Response r = plain(401, "unauthorized: send Authorization: Bearer <token>\n");
-      r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"gpuhost\"");
-      return serialize_response(r, head_only);
-    }
-  }
-  try {
-    return serialize_response(handler(*request), head_only);
-  } catch (const std::exception& e) {
-    return serialize_response(plain(500, std::string("internal error: ") + e.what() + "\n"), head_only);
-  }
+  const Answer a = answer_for(raw_head, policy, handler);
+  return serialize_response(a.response, a.head_only);
 }
 
 // ---- the server ---------------------------------------------------------------------------
+
+namespace {
+
+class StreamWriter final : public ResponseWriter {
+ public:
+  StreamWriter(platform::TcpStream& stream, const std::atomic<bool>& stopping)
+      : m_stream(stream), m_stopping(stopping) {}
+
+  bool write(std::string_view bytes) override {
+    if (m_gone || m_stopping.load()) return false;
+    if (!m_stream.send_all(bytes.data(), bytes.size())) m_gone = true;
+    return !m_gone;
+  }
+
+  bool wait(std::chrono::milliseconds timeout) override {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      if (m_gone || m_stopping.load()) return false;
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) return true;
+      // In slices, so that stop() is noticed as promptly as by the accept loop.
+      auto slice = std::min<std::chrono::milliseconds>(
+          std::chrono::milliseconds(100),
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now));
+      auto readable = m_stream.wait_readable(slice);
+      if (!readable) {
+        m_gone = true;
+      } else if (*readable) {
+        // A client of a stream sends nothing more: data is discarded, end of stream means gone.
+        char sink[512];
+        auto got = m_stream.receive_some(sink, sizeof sink);
+        if (!got || *got == 0) m_gone = true;
+      }
+    }
+  }
+
+ private:
+  platform::TcpStream& m_stream;
+  const std::atomic<bool>& m_stopping;
+  bool m_gone = false;
+};
+
+}  // namespace
 
 struct HttpServer::State {
   // Fixed after start().
@@ -250,7 +418,8 @@ struct HttpServer::State {
     std::atomic<bool> done{false};
   };
   std::mutex mutex;
-  std::list<Connection> connections;  // guarded by mutex; only the accept thread adds or reaps
+  std::list<Connection> connections;    // guarded by mutex; only the accept thread adds or reaps
+  std::atomic<std::size_t> streams{0};  // streamed responses running now
 
   explicit State(platform::TcpListener l) : listener(std::move(l)) {}
 
@@ -302,10 +471,33 @@ struct HttpServer::State {
       buffer.append(chunk, *got);
     }
     if (!head_end) return;
-    const std::string reply =
-        answer_request(std::string_view(buffer).substr(0, *head_end), options.access, handler);
+    Answer answer = answer_for(std::string_view(buffer).substr(0, *head_end), options.access, handler);
+    if (answer.response.stream && !answer.head_only) {
+      if (streams.fetch_add(1) >= options.max_streams) {
+        streams.fetch_sub(1);
+        answer.response = plain(503, "too many live streams; try again later\n");
+        answer.response.headers.emplace_back("Retry-After", "5");
+      } else {
+        send_stream(stream, answer.response);
+        streams.fetch_sub(1);
+        return;
+      }
+    }
+    const std::string reply = serialize_response(answer.response, answer.head_only);
     if (!stream.send_all(reply.data(), reply.size())) return;
     close_gracefully(stream);
+  }
+
+  void send_stream(platform::TcpStream& stream, const Response& response) {
+    const std::string head = serialize_response(response, false);
+    if (!stream.send_all(head.data(), head.size())) return;
+    StreamWriter writer(stream, stopping);
+    try {
+      response.stream(writer);
+    } catch (const std::exception&) {
+      // The head is out: all that is left to say is to end the body, which closing does.
+    }
+    stream.shutdown_send();
   }
 
   void accept_loop() {

@@ -1,5 +1,8 @@
 #include "telemetry/http_server.h"
 
+#include <atomic>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "net/http_client.h"
@@ -84,9 +87,63 @@ TEST(AccessPolicy, RequiresTheBearerTokenWhenSet) {
             AccessVerdict::allowed);
 }
 
+TEST(RequestHead, DecodesQueryParameters) {
+  RequestHead r{
+      "GET", "/api/job/a/series/train%2Fbox_loss?width=640&x=step&name=a+b%21&flag&bad=%zz", "HTTP/1.1", {}};
+  EXPECT_EQ(r.path(), "/api/job/a/series/train%2Fbox_loss");
+  EXPECT_EQ(r.query("width"), "640");
+  EXPECT_EQ(r.query("name"), "a b!");
+  EXPECT_EQ(r.query("flag"), "");
+  EXPECT_EQ(r.query("bad"), "");  // a malformed escape reads as empty, never as raw text
+  EXPECT_FALSE(r.query("missing"));
+  EXPECT_EQ(percent_decode("train%2Fbox_loss"), "train/box_loss");
+  EXPECT_FALSE(percent_decode("%4"));
+}
+
+TEST(AccessPolicy, AcceptsTheTokenFromTheBrowserCookieOrOnceInTheQuery) {
+  const auto policy = local_policy("s3cret;=");
+  const std::string cookie = token_cookie_name(9808);
+  EXPECT_EQ(cookie, "gpuhost_token_9808");
+  EXPECT_EQ(check_access(get("localhost:9808", {{"Cookie", "a=b; " + cookie + "=s3cret%3B%3D"}}), policy),
+            AccessVerdict::allowed);
+  EXPECT_EQ(check_access(get("localhost:9808", {{"Cookie", cookie + "=wrong"}}), policy),
+            AccessVerdict::unauthorized);
+  // Another server's cookie on the same host does not count.
+  EXPECT_EQ(check_access(get("localhost:9808", {{"Cookie", "gpuhost_token_9809=s3cret%3B%3D"}}), policy),
+            AccessVerdict::unauthorized);
+  RequestHead with_query{"GET", "/?job=a&token=s3cret%3B%3D", "HTTP/1.1", {{"Host", "localhost:9808"}}};
+  EXPECT_EQ(check_access(with_query, policy), AccessVerdict::allowed_by_query_token);
+  with_query.target = "/?token=s3cre";
+  EXPECT_EQ(check_access(with_query, policy), AccessVerdict::unauthorized);
+}
+
+TEST(AnswerRequest, MovesAQueryTokenIntoAnHttpOnlyCookie) {
+  const auto policy = local_policy("s3cret");
+  int calls = 0;
+  const RequestHandler handler = [&](const RequestHead&) {
+    ++calls;
+    return Response{200, "text/plain", "ok", {}, {}};
+  };
+  auto reply =
+      answer_request("GET /?job=a&token=s3cret&x=step HTTP/1.1\r\nHost: localhost:9808", policy, handler);
+  EXPECT_TRUE(reply.starts_with("HTTP/1.1 303 ")) << reply;
+  EXPECT_NE(reply.find("Location: /?job=a&x=step\r\n"), std::string::npos) << reply;
+  EXPECT_NE(reply.find("Set-Cookie: gpuhost_token_9808=s3cret; Path=/; HttpOnly; SameSite=Strict\r\n"),
+            std::string::npos);
+  EXPECT_EQ(calls, 0);
+  // The cookie then opens the page; the token never appears in what the handler answers.
+  reply = answer_request("GET /?job=a HTTP/1.1\r\nHost: localhost:9808\r\nCookie: gpuhost_token_9808=s3cret",
+                         policy, handler);
+  EXPECT_TRUE(reply.starts_with("HTTP/1.1 200 "));
+  EXPECT_EQ(calls, 1);
+  reply = answer_request("GET /?token=nope HTTP/1.1\r\nHost: localhost:9808", policy, handler);
+  EXPECT_TRUE(reply.starts_with("HTTP/1.1 401 "));
+  EXPECT_EQ(reply.find("nope"), std::string::npos);
+}
+
 TEST(AnswerRequest, NeverEchoesTheTokenOrTheHost) {
   const auto policy = local_policy("s3cret");
-  const RequestHandler handler = [](const RequestHead&) { return Response{200, "text/plain", "ok", {}}; };
+  const RequestHandler handler = [](const RequestHead&) { return Response{200, "text/plain", "ok", {}, {}}; };
   auto reply = answer_request("GET /metrics HTTP/1.1\r\nHost: evil.example\r\nAuthorization: Bearer s3cret",
                               policy, handler);
   EXPECT_TRUE(reply.starts_with("HTTP/1.1 403 "));
@@ -130,7 +187,7 @@ TEST(HttpServer, ServesOverLoopbackAndStops) {
   HttpServerOptions options;
   options.access.allowed_hosts = allowed_host_names("127.0.0.1", {});
   auto server = HttpServer::start(options, [](const RequestHead& r) {
-    return Response{200, "text/plain", "path=" + r.path(), {}};
+    return Response{200, "text/plain", "path=" + r.path(), {}, {}};
   });
   ASSERT_TRUE(server) << server.error().message;
   const auto port = (*server)->port();
@@ -194,6 +251,84 @@ TEST(HttpServer, AnswersBeyondTheConnectionCapWith503) {
   auto response = net::http_request(request);
   ASSERT_TRUE(response) << response.error().message;
   EXPECT_EQ(response->status, 503);
+}
+
+// A stream handler that sends one event and then waits until the client or the server ends it.
+Response one_event_stream(std::atomic<int>& ended) {
+  Response r;
+  r.content_type = "text/event-stream";
+  r.stream = [&ended](ResponseWriter& out) {
+    if (out.write("data: hello\n\n"))
+      while (out.wait(std::chrono::milliseconds(50))) {
+      }
+    ++ended;
+  };
+  return r;
+}
+
+// Reads from `stream` until `needle` has arrived (or the peer closes); returns what came.
+std::string read_until(platform::TcpStream& stream, std::string_view needle) {
+  std::string got;
+  while (got.find(needle) == std::string::npos) {
+    char chunk[1024];
+    auto n = stream.receive_some(chunk, sizeof chunk);
+    if (!n || *n == 0) break;
+    got.append(chunk, *n);
+  }
+  return got;
+}
+
+platform::TcpStream open_stream(std::uint16_t port, std::string_view path) {
+  auto stream = platform::TcpStream::connect("127.0.0.1", port, std::chrono::seconds(10));
+  EXPECT_TRUE(stream) << stream.error().message;
+  const std::string request = "GET " + std::string(path) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  EXPECT_TRUE(stream->send_all(request.data(), request.size()));
+  return std::move(*stream);
+}
+
+TEST(HttpServer, StreamsABodyUntilTheClientLeaves) {
+  std::atomic<int> ended{0};
+  auto server =
+      HttpServer::start(HttpServerOptions{}, [&](const RequestHead&) { return one_event_stream(ended); });
+  ASSERT_TRUE(server);
+  {
+    auto stream = open_stream((*server)->port(), "/api/stream");
+    const std::string got = read_until(stream, "data: hello\n\n");
+    EXPECT_TRUE(got.starts_with("HTTP/1.1 200 OK\r\n")) << got;
+    EXPECT_NE(got.find("Content-Type: text/event-stream\r\n"), std::string::npos);
+    EXPECT_EQ(got.find("Content-Length"), std::string::npos);
+    EXPECT_TRUE(got.ends_with("\r\n\r\ndata: hello\n\n")) << got;
+  }  // the client closes
+  for (int i = 0; i < 600 && ended.load() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(ended.load(), 1);
+}
+
+TEST(HttpServer, CapsStreamsButStillAnswersScrapes) {
+  std::atomic<int> ended{0};
+  HttpServerOptions options;
+  options.max_streams = 1;
+  auto server = HttpServer::start(options, [&](const RequestHead& r) {
+    if (r.path() == "/api/stream") return one_event_stream(ended);
+    return Response{200, "text/plain", "metrics", {}, {}};
+  });
+  ASSERT_TRUE(server);
+  auto first = open_stream((*server)->port(), "/api/stream");
+  ASSERT_NE(read_until(first, "data: hello").find("data: hello"), std::string::npos);
+  auto second = open_stream((*server)->port(), "/api/stream");
+  const std::string refused = read_until(second, "\r\n\r\n");
+  EXPECT_TRUE(refused.starts_with("HTTP/1.1 503 ")) << refused;
+  EXPECT_NE(refused.find("Retry-After: 5\r\n"), std::string::npos);
+  net::HttpRequest request;
+  request.url = "http://127.0.0.1:" + std::to_string((*server)->port()) + "/metrics";
+  request.timeout = std::chrono::seconds(20);
+  auto response = net::http_request(request);
+  ASSERT_TRUE(response) << response.error().message;
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->body, "metrics");
+  // stop() ends the open stream (its wait() fails) and returns.
+  (*server)->stop();
+  EXPECT_EQ(ended.load(), 1);
 }
 
 }  // namespace

@@ -8,10 +8,15 @@
 // are checked; a buffer that is too small gives INSUFFICIENT_SIZE.
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -47,7 +52,17 @@ std::string read_env(const char* name) {
 }
 
 struct Device {
-  Value data;  // the scenario's object for this device
+  Value data;                          // the scenario's object for this device
+  unsigned long long field_reads = 0;  // nvmlDeviceGetFieldValues calls: the fake's clock for counters
+};
+
+struct EventSet {
+  std::deque<nvmlEventData_t> pending;
+};
+
+struct GpmSample {
+  const Device* device = nullptr;   // set by nvmlGpmSampleGet
+  unsigned long long sequence = 0;  // order of nvmlGpmSampleGet calls
 };
 
 // Everything below is guarded by g_mutex.
@@ -57,6 +72,22 @@ Value g_scenario;
 std::vector<Device> g_devices;
 std::string g_load_error;    // why the scenario could not be loaded, for nvmlErrorString(999)
 std::string g_unknown_text;  // storage for that string
+std::vector<std::unique_ptr<EventSet>> g_event_sets;
+std::condition_variable g_event_arrived;  // waits on g_mutex
+std::vector<std::unique_ptr<GpmSample>> g_gpm_samples;
+unsigned long long g_gpm_sequence = 0;
+
+EventSet* find_event_set(nvmlEventSet_t set) {
+  for (auto& s : g_event_sets)
+    if (reinterpret_cast<nvmlEventSet_t>(s.get()) == set) return s.get();
+  return nullptr;
+}
+
+GpmSample* find_gpm_sample(nvmlGpmSample_t sample) {
+  for (auto& s : g_gpm_samples)
+    if (reinterpret_cast<nvmlGpmSample_t>(s.get()) == sample) return s.get();
+  return nullptr;
+}
 
 bool load_scenario() {
   g_load_error.clear();
@@ -302,6 +333,88 @@ const char* clock_key(nvmlClockType_t type) {
   }
   return "unknown";
 }
+// nvmlDeviceGet{Compute,Graphics}RunningProcesses*: the scenario's "processes" of one type.
+template <typename Info>
+nvmlReturn_t get_processes(const Value* dev, std::string_view type, unsigned int* count, Info* infos) {
+  if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+  const Value* list = at(dev, {"processes"});
+  if (!list || !list->is_array()) return NVML_ERROR_NOT_SUPPORTED;
+  std::vector<const Value*> matching;
+  for (const auto& p : list->items()) {
+    const Value* t = p.find("type");
+    std::string_view process_type = t && t->is_string() ? std::string_view(t->as_string()) : "compute";
+    if (process_type == type) matching.push_back(&p);
+  }
+  if (*count < matching.size()) {
+    *count = static_cast<unsigned>(matching.size());
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  if (!matching.empty() && !infos) return NVML_ERROR_INVALID_ARGUMENT;
+  for (std::size_t i = 0; i < matching.size(); ++i) {
+    Info info{};
+    info.pid = static_cast<unsigned>(number_or(at(matching[i], {"pid"}), 0));
+    // A missing or null used_memory is Windows WDDM's NVML_VALUE_NOT_AVAILABLE.
+    info.usedGpuMemory = number_or(at(matching[i], {"used_memory"}), NVML_VALUE_NOT_AVAILABLE_ULL);
+    if constexpr (requires { info.gpuInstanceId; }) {
+      info.gpuInstanceId = 0xFFFFFFFFu;
+      info.computeInstanceId = 0xFFFFFFFFu;
+    }
+    infos[i] = info;
+  }
+  *count = static_cast<unsigned>(matching.size());
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t get_codec_utilization(const Value* dev, const char* key, unsigned int* utilization,
+                                   unsigned int* period_us) {
+  if (!utilization || !period_us) return NVML_ERROR_INVALID_ARGUMENT;
+  if (nvmlReturn_t s = get_number(at(dev, {key}), utilization); s != NVML_SUCCESS) return s;
+  *period_us = 167000;  // a typical NVML sampling period
+  return NVML_SUCCESS;
+}
+
+// GPM metric ids the fake knows, by their key in the scenario's "gpm": {"metrics": {...}}.
+const char* gpm_metric_key(unsigned id) {
+  switch (id) {
+    case NVML_GPM_METRIC_GRAPHICS_UTIL: return "graphics_util";
+    case NVML_GPM_METRIC_ANY_TENSOR_UTIL: return "any_tensor_util";
+    case NVML_GPM_METRIC_DRAM_BW_UTIL: return "dram_bw_util";
+    case NVML_GPM_METRIC_PCIE_TX_PER_SEC: return "pcie_tx_per_sec";
+    case NVML_GPM_METRIC_PCIE_RX_PER_SEC: return "pcie_rx_per_sec";
+    default: return nullptr;
+  }
+}
+
+// Waits without holding the fake's lock, so other calls proceed meanwhile.
+// The plain nvmlEventSetWait predates the MIG instance ids and leaves them alone.
+enum class EventLayout { plain, v2 };
+
+nvmlReturn_t wait_for_event(std::string_view function, nvmlEventSet_t set, nvmlEventData_t* data,
+                            unsigned int timeout_ms, EventLayout layout) {
+  std::unique_lock<std::mutex> lock(g_mutex);
+  if (nvmlReturn_t s = begin_system(function); s != NVML_SUCCESS) return s;
+  if (!data) return NVML_ERROR_INVALID_ARGUMENT;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
+    EventSet* events = find_event_set(set);
+    if (!events) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!events->pending.empty()) {
+      nvmlEventData_t next = events->pending.front();
+      events->pending.pop_front();
+      data->device = next.device;
+      data->eventType = next.eventType;
+      data->eventData = next.eventData;
+      if (layout == EventLayout::v2) {
+        data->gpuInstanceId = next.gpuInstanceId;
+        data->computeInstanceId = next.computeInstanceId;
+      }
+      return NVML_SUCCESS;
+    }
+    if (g_event_arrived.wait_until(lock, deadline) == std::cv_status::timeout) return NVML_ERROR_TIMEOUT;
+  }
+}
+
 const char* error_text(nvmlReturn_t result) {
   switch (result) {
     case NVML_SUCCESS: return "Success";
@@ -317,6 +430,9 @@ const char* error_text(nvmlReturn_t result) {
     case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
     case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "RM has detected an NVML/RM version mismatch.";
     case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument version mismatch";
+    case NVML_ERROR_TIMEOUT: return "Timeout";
+    case NVML_ERROR_NO_DATA: return "No data";
+    case NVML_ERROR_NOT_FOUND: return "Not Found";
     default: return "Unknown Error";
   }
 }
@@ -338,8 +454,12 @@ nvmlReturn_t nvmlShutdown() {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
   if (--g_init_count == 0) {
+    // Handles, event sets and samples die with the last shutdown; a waiter wakes up to see it.
     g_devices.clear();
     g_scenario = Value();
+    g_event_sets.clear();
+    g_gpm_samples.clear();
+    g_event_arrived.notify_all();
   }
   return NVML_SUCCESS;
 }
@@ -668,6 +788,216 @@ nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned int* percent) {
   return get_number(at(dev, {"fan_speed"}), percent);
 }
 
+nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long* energy) {
+  FAKE_DEVICE_CALL(device);
+  return get_number(at(dev, {"total_energy_mj"}), energy);
+}
+
+nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, nvmlPcieUtilCounter_t counter,
+                                         unsigned int* value) {
+  FAKE_DEVICE_CALL(device);
+  const char* key = nullptr;
+  switch (counter) {
+    case NVML_PCIE_UTIL_TX_BYTES: key = "tx"; break;
+    case NVML_PCIE_UTIL_RX_BYTES: key = "rx"; break;
+    default: return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  return get_number(at(dev, {"pcie_throughput_kb_per_s", key}), value);
+}
+
+nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned int* utilization,
+                                             unsigned int* sampling_period_us) {
+  FAKE_DEVICE_CALL(device);
+  return get_codec_utilization(dev, "encoder_utilization", utilization, sampling_period_us);
+}
+nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned int* utilization,
+                                             unsigned int* sampling_period_us) {
+  FAKE_DEVICE_CALL(device);
+  return get_codec_utilization(dev, "decoder_utilization", utilization, sampling_period_us);
+}
+
+// Memory temperature and the NVLink data counters. The counters advance by their "*_step" on every
+// call and the timestamps by "step_us", so rates computed from two calls are exact.
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int values_count, nvmlFieldValue_t* values) {
+  FAKE_DEVICE_CALL(device);
+  if (values_count < 0 || (values_count > 0 && !values)) return NVML_ERROR_INVALID_ARGUMENT;
+  Device* d = reinterpret_cast<Device*>(device);
+  const unsigned long long reads = d->field_reads++;
+  const Value* nvlink = at(dev, {"nvlink_data_kib"});
+  const long long base_us = 1750000000000000LL;
+  const long long timestamp =
+      base_us + static_cast<long long>(reads * number_or(at(nvlink, {"step_us"}), 1000000));
+  for (int i = 0; i < values_count; ++i) {
+    nvmlFieldValue_t& v = values[i];
+    v.timestamp = timestamp;
+    v.latencyUsec = 0;
+    v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+    unsigned long long n = 0;
+    switch (v.fieldId) {
+      case NVML_FI_DEV_MEMORY_TEMP:
+        if (as_u64(at(dev, {"memory_temperature"}), n)) {
+          v.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+          v.value.uiVal = static_cast<unsigned>(n);
+          v.nvmlReturn = NVML_SUCCESS;
+        }
+        break;
+      case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX:
+      case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX: {
+        const bool tx = v.fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX;
+        if (as_u64(at(nvlink, {tx ? "tx" : "rx"}), n)) {
+          v.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+          v.value.ullVal = n + reads * number_or(at(nvlink, {tx ? "tx_step" : "rx_step"}), 0);
+          v.nvmlReturn = NVML_SUCCESS;
+        }
+        break;
+      }
+      default: break;
+    }
+  }
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
+                                                     nvmlProcessInfo_v2_t* infos) {
+  FAKE_DEVICE_CALL(device);
+  return get_processes(dev, "compute", count, infos);
+}
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* count,
+                                                     nvmlProcessInfo_v2_t* infos) {
+  FAKE_DEVICE_CALL(device);
+  return get_processes(dev, "compute", count, infos);
+}
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int* count,
+                                                  nvmlProcessInfo_v1_t* infos) {
+  FAKE_DEVICE_CALL(device);
+  return get_processes(dev, "compute", count, infos);
+}
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
+                                                      nvmlProcessInfo_v2_t* infos) {
+  FAKE_DEVICE_CALL(device);
+  return get_processes(dev, "graphics", count, infos);
+}
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int* count,
+                                                      nvmlProcessInfo_v2_t* infos) {
+  FAKE_DEVICE_CALL(device);
+  return get_processes(dev, "graphics", count, infos);
+}
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, unsigned int* count,
+                                                   nvmlProcessInfo_v1_t* infos) {
+  FAKE_DEVICE_CALL(device);
+  return get_processes(dev, "graphics", count, infos);
+}
+
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {
+  FAKE_SYSTEM_CALL();
+  if (!set) return NVML_ERROR_INVALID_ARGUMENT;
+  g_event_sets.push_back(std::make_unique<EventSet>());
+  *set = reinterpret_cast<nvmlEventSet_t>(g_event_sets.back().get());
+  return NVML_SUCCESS;
+}
+
+// Registering for Xid events queues the device's scenario "xid_events", as if each happened just
+// after registration.
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long event_types,
+                                      nvmlEventSet_t set) {
+  FAKE_DEVICE_CALL(device);
+  EventSet* events = find_event_set(set);
+  if (!events) return NVML_ERROR_INVALID_ARGUMENT;
+  if ((event_types & nvmlEventTypeXidCriticalError) == 0) return NVML_SUCCESS;
+  if (const Value* xids = at(dev, {"xid_events"}); xids && xids->is_array()) {
+    for (const auto& x : xids->items()) {
+      nvmlEventData_t data{};
+      data.device = device;
+      data.eventType = nvmlEventTypeXidCriticalError;
+      data.eventData = number_or(&x, 999);
+      data.gpuInstanceId = 0xFFFFFFFFu;
+      data.computeInstanceId = 0xFFFFFFFFu;
+      events->pending.push_back(data);
+    }
+    g_event_arrived.notify_all();
+  }
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeout_ms) {
+  return wait_for_event(__func__, set, data, timeout_ms, EventLayout::v2);
+}
+nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeout_ms) {
+  return wait_for_event(__func__, set, data, timeout_ms, EventLayout::plain);
+}
+
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
+  FAKE_SYSTEM_CALL();
+  auto it = std::find_if(g_event_sets.begin(), g_event_sets.end(),
+                         [&](const auto& s) { return reinterpret_cast<nvmlEventSet_t>(s.get()) == set; });
+  if (it == g_event_sets.end()) return NVML_ERROR_INVALID_ARGUMENT;
+  g_event_sets.erase(it);
+  g_event_arrived.notify_all();
+  return NVML_SUCCESS;
+}
+
+// A device whose scenario has no "gpm" object is a pre-Hopper GPU: SUCCESS with isSupportedDevice 0.
+nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t* support) {
+  FAKE_DEVICE_CALL(device);
+  if (!support) return NVML_ERROR_INVALID_ARGUMENT;
+  if (support->version != NVML_GPM_SUPPORT_VERSION) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  support->isSupportedDevice = number_or(at(dev, {"gpm", "supported"}), 0) != 0 ? 1 : 0;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t* sample) {
+  FAKE_SYSTEM_CALL();
+  if (!sample) return NVML_ERROR_INVALID_ARGUMENT;
+  g_gpm_samples.push_back(std::make_unique<GpmSample>());
+  *sample = reinterpret_cast<nvmlGpmSample_t>(g_gpm_samples.back().get());
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t sample) {
+  FAKE_SYSTEM_CALL();
+  auto it = std::find_if(g_gpm_samples.begin(), g_gpm_samples.end(),
+                         [&](const auto& s) { return reinterpret_cast<nvmlGpmSample_t>(s.get()) == sample; });
+  if (it == g_gpm_samples.end()) return NVML_ERROR_INVALID_ARGUMENT;
+  g_gpm_samples.erase(it);
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t sample) {
+  FAKE_DEVICE_CALL(device);
+  GpmSample* s = find_gpm_sample(sample);
+  if (!s) return NVML_ERROR_INVALID_ARGUMENT;
+  if (number_or(at(dev, {"gpm", "supported"}), 0) == 0) return NVML_ERROR_NOT_SUPPORTED;
+  s->device = reinterpret_cast<const Device*>(device);
+  s->sequence = ++g_gpm_sequence;
+  return NVML_SUCCESS;
+}
+
+// As NVML: both samples taken, from the same GPU, sample1 before sample2. The values are the
+// scenario's, whatever the interval.
+nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* request) {
+  FAKE_SYSTEM_CALL();
+  if (!request) return NVML_ERROR_INVALID_ARGUMENT;
+  if (request->version != NVML_GPM_METRICS_GET_VERSION) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  const GpmSample* first = find_gpm_sample(request->sample1);
+  const GpmSample* second = find_gpm_sample(request->sample2);
+  if (!first || !second || !first->device || first->device != second->device ||
+      first->sequence >= second->sequence || request->numMetrics > NVML_GPM_METRIC_MAX)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  const Value* metrics = at(&first->device->data, {"gpm", "metrics"});
+  for (unsigned i = 0; i < request->numMetrics; ++i) {
+    nvmlGpmMetric_t& m = request->metrics[i];
+    const char* key = gpm_metric_key(m.metricId);
+    const Value* v = key ? at(metrics, {key}) : nullptr;
+    if (v && v->is_number()) {
+      m.value = v->as_number();
+      m.nvmlReturn = NVML_SUCCESS;
+    } else {
+      m.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+    }
+  }
+  return NVML_SUCCESS;
+}
+
 }  // extern "C"
 
 // The exports have exactly the types gpuhost calls them through.
@@ -728,3 +1058,24 @@ FAKE_CHECK(nvmlDeviceGetEnforcedPowerLimit, nvmlDeviceGetUint_fn);
 FAKE_CHECK(nvmlDeviceGetUtilizationRates, nvmlDeviceGetUtilizationRates_fn);
 FAKE_CHECK(nvmlDeviceGetPerformanceState, nvmlDeviceGetPerformanceState_fn);
 FAKE_CHECK(nvmlDeviceGetFanSpeed, nvmlDeviceGetUint_fn);
+FAKE_CHECK(nvmlDeviceGetTotalEnergyConsumption, nvmlDeviceGetTotalEnergyConsumption_fn);
+FAKE_CHECK(nvmlDeviceGetPcieThroughput, nvmlDeviceGetPcieThroughput_fn);
+FAKE_CHECK(nvmlDeviceGetEncoderUtilization, nvmlDeviceGetCodecUtilization_fn);
+FAKE_CHECK(nvmlDeviceGetDecoderUtilization, nvmlDeviceGetCodecUtilization_fn);
+FAKE_CHECK(nvmlDeviceGetFieldValues, nvmlDeviceGetFieldValues_fn);
+FAKE_CHECK(nvmlDeviceGetComputeRunningProcesses_v3, nvmlDeviceGetRunningProcesses_v2_fn);
+FAKE_CHECK(nvmlDeviceGetComputeRunningProcesses_v2, nvmlDeviceGetRunningProcesses_v2_fn);
+FAKE_CHECK(nvmlDeviceGetComputeRunningProcesses, nvmlDeviceGetRunningProcesses_v1_fn);
+FAKE_CHECK(nvmlDeviceGetGraphicsRunningProcesses_v3, nvmlDeviceGetRunningProcesses_v2_fn);
+FAKE_CHECK(nvmlDeviceGetGraphicsRunningProcesses_v2, nvmlDeviceGetRunningProcesses_v2_fn);
+FAKE_CHECK(nvmlDeviceGetGraphicsRunningProcesses, nvmlDeviceGetRunningProcesses_v1_fn);
+FAKE_CHECK(nvmlEventSetCreate, nvmlEventSetCreate_fn);
+FAKE_CHECK(nvmlDeviceRegisterEvents, nvmlDeviceRegisterEvents_fn);
+FAKE_CHECK(nvmlEventSetWait_v2, nvmlEventSetWait_fn);
+FAKE_CHECK(nvmlEventSetWait, nvmlEventSetWait_fn);
+FAKE_CHECK(nvmlEventSetFree, nvmlEventSetFree_fn);
+FAKE_CHECK(nvmlGpmQueryDeviceSupport, nvmlGpmQueryDeviceSupport_fn);
+FAKE_CHECK(nvmlGpmSampleAlloc, nvmlGpmSampleAlloc_fn);
+FAKE_CHECK(nvmlGpmSampleFree, nvmlGpmSampleFree_fn);
+FAKE_CHECK(nvmlGpmSampleGet, nvmlGpmSampleGet_fn);
+FAKE_CHECK(nvmlGpmMetricsGet, nvmlGpmMetricsGet_fn);

@@ -59,3 +59,27 @@ def tmp_dir(name):
     path = os.path.join(TMP, name)
     os.makedirs(path, exist_ok=True)
     return path
+
+
+def read_metric_history(folder):
+    """{name: [(time, step or None, value), ...]} from a job's metrics/ folder, read as
+    doc/metrics-history.md says (CRC-checked 32-byte records; series lines first)."""
+    import math
+    import struct
+    import zlib
+    names = {}
+    with open(os.path.join(folder, "points.bin"), "rb") as f:
+        data = f.read()
+    with open(os.path.join(folder, "series.jsonl"), encoding="utf-8") as f:
+        for line in f:
+            if line.endswith("\n"):
+                entry = json.loads(line)
+                names.setdefault(entry["id"], (entry["name"], entry["source"]))
+    series = {}
+    for at in range(0, len(data) - len(data) % 32, 32):
+        record = data[at:at + 32]
+        sid, crc, time_s, step, value = struct.unpack("<IIddd", record)
+        if crc != zlib.crc32(record[0:4] + record[8:32]) or sid not in names:
+            raise AssertionError("%s: bad record at offset %d" % (folder, at))
+        series.setdefault(names[sid][0], []).append((time_s, None if math.isnan(step) else int(step), value))
+    return series, {name: source for name, source in names.values()}

@@ -23,7 +23,7 @@ import unittest
 import urllib.request
 import zlib
 
-from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP
+from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP, read_metric_history
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STDLIB_TRAINER = os.path.join(HERE, "trainers", "stdlib_trainer.py")
@@ -310,6 +310,38 @@ class RunTestCase(unittest.TestCase):
         newest = self.assert_resumed_from_newest(job, first_start)
         self.assertEqual(newest["seq"], saved["seq"], "the rerun did not resume from the checkpoint saved for the notice")
         self.assertEqual(job.final_state(), reference_state(steps))
+
+
+@unittest.skipIf(IS_WINDOWS_BUILD, "Linux build: test_run_windows.py covers gpuhost.exe")
+class TrainingMetrics(RunTestCase):
+    """Training scalars reach the job's metric history with no change to the trainer: from its
+    printed lines and from the GPUHOST_METRICS_FILE channel, each exactly once, across a kill."""
+
+    def test_printed_and_channel_metrics_recorded_once_each_across_a_kill(self):
+        job = Job(self, "train-metrics")
+        steps = 40
+        proc = job.run(["--drill", "kill@1.2"], job.stdlib(steps, extra=["--print-metrics", "--jsonl-metrics"]))
+        self.assert_exit(proc, 0)
+        self.assertEqual([e["cause"] for e in job.records("child_exited")], ["drill_kill", "success"], job.summary())
+        series, sources = read_metric_history(os.path.join(job.job_dir, "metrics"))
+        self.assertEqual(sources.get("loss"), "output")
+        self.assertEqual(sources.get("accuracy"), "jsonl")
+        # Every printed "train:" line (both children, the resumed one repeating steps after its
+        # checkpoint) is one loss point, in the order printed.
+        with open(os.path.join(job.job_dir, "logs", "stdout.log")) as f:
+            printed = [(int(m.group(1)), float(m.group(2)))
+                       for m in re.finditer(r"train: step=(\d+) loss=([0-9.]+)", f.read())]
+        self.assertGreaterEqual(len(printed), steps)
+        self.assertEqual([(step, value) for _, step, value in series["loss"]], printed)
+        self.assertEqual({value for _, _, value in series["lr"]}, {1e-3})
+        # The channel file is read by offset: each line once, none lost to the supervisor restart.
+        channel = os.path.join(job.job_dir, "metrics", "channel.jsonl")
+        with open(channel) as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual([(step, value) for _, step, value in series["accuracy"]],
+                         [(line["step"], line["accuracy"]) for line in lines])
+        self.assertEqual(job.status()["last_step"], steps)
+        self.assertEqual(job.records("progress")[-1]["step"], steps)
 
 
 @unittest.skipIf(IS_WINDOWS_BUILD, "Linux build: test_run_windows.py covers gpuhost.exe")

@@ -62,6 +62,10 @@ def parse_args(argv):
     p.add_argument("--pid-file", default=None)
     p.add_argument("--fail-at-step", type=int, default=None, help="exit 1 after this step")
     p.add_argument("--fail-once-marker", default=None, help="fail only while this file does not exist")
+    p.add_argument("--print-metrics", action="store_true",
+                   help='also print "train: step=N loss=X lr=Y" after each step (loss = 1/(1+step/10))')
+    p.add_argument("--jsonl-metrics", action="store_true",
+                   help='append {"step": N, "accuracy": A} to GPUHOST_METRICS_FILE after each step')
     return p.parse_args(argv)
 
 
@@ -193,6 +197,10 @@ def main(argv):
         if args.step_time > 0:
             time.sleep(args.step_time)
         print("step %d" % step, flush=True)
+        if args.print_metrics:
+            print("train: step=%d loss=%.6f lr=%.2e" % (step, 1.0 / (1.0 + step / 10.0), 1e-3), flush=True)
+        if args.jsonl_metrics and os.environ.get("GPUHOST_METRICS_FILE"):
+            append_line(os.environ["GPUHOST_METRICS_FILE"], '{"step": %d, "accuracy": %.4f}' % (step, step / (step + 1.0)))
         requested = save_requested or request_file_present(request_file)
         save_requested = False
         if requested:

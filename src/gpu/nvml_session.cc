@@ -1,0 +1,263 @@
+#include "gpu/nvml_session.h"
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpu/collector.h"
+#include "gpu/nvml_library.h"
+#include "gpu/xid_watcher.h"
+
+namespace gpuhost::gpu {
+namespace {
+
+using namespace nvml;
+using Clock = std::chrono::steady_clock;
+
+constexpr unsigned k_max_devices = 256;  // as collect_snapshot
+
+// The GPM metrics gpuhost reads, in GpmActivity order. DCGM maps its profiling fields to the same
+// ones when a GPU supports GPM (repo NVIDIA/DCGM dcgmlib/src/dcgm_fields.cpp
+// DcgmFieldIdToNvmlGpmMetricId): GR_ENGINE_ACTIVE, PIPE_TENSOR_ACTIVE, DRAM_ACTIVE, PCIE_TX/RX_BYTES.
+constexpr unsigned k_gpm_metrics[] = {NVML_GPM_METRIC_GRAPHICS_UTIL, NVML_GPM_METRIC_ANY_TENSOR_UTIL,
+                                      NVML_GPM_METRIC_DRAM_BW_UTIL, NVML_GPM_METRIC_PCIE_TX_PER_SEC,
+                                      NVML_GPM_METRIC_PCIE_RX_PER_SEC};
+constexpr unsigned k_gpm_metric_count = sizeof k_gpm_metrics / sizeof k_gpm_metrics[0];
+
+// One GPU's GPM samples: `previous` is the baseline of the next nvmlGpmMetricsGet.
+struct GpmSamples {
+  std::string uuid;
+  bool checked = false;                  // support decided (once per GPU and session)
+  std::optional<NvmlIssue> unsupported;  // why GPM cannot be read on this GPU
+  nvmlGpmSample_t previous = nullptr;
+  nvmlGpmSample_t current = nullptr;
+  bool has_previous = false;
+  Clock::time_point previous_time;
+};
+
+struct NvlinkBaseline {
+  std::string uuid;
+  bool set = false;
+  std::uint64_t sum_kib = 0;
+  std::int64_t timestamp_us = 0;
+};
+
+}  // namespace
+
+struct NvmlSession::State {
+  // Declared first so it is destroyed last: everything below uses it.
+  std::optional<NvmlLibrary> nvml;
+  std::vector<nvmlDevice_t> handles;
+  std::unique_ptr<XidWatcher> xid;
+  std::vector<GpmSamples> gpm;
+  std::vector<NvlinkBaseline> nvlink;
+  std::unique_ptr<nvmlGpmMetricsGet_t> gpm_request;  // 13 KB; kept to avoid reallocating
+
+  State() = default;
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+  ~State() { reset(); }
+
+  NvmlIssue issue(int status, std::string message = {}) const {
+    NvmlIssue out = nvml->issue(status);
+    if (!message.empty()) out.message = std::move(message);
+    return out;
+  }
+
+  // Stops the listener and frees the samples while NVML is still initialised.
+  void reset() {
+    xid.reset();
+    if (nvml && nvml->initialized()) {
+      const NvmlFunctions& f = nvml->functions();
+      for (auto& g : gpm) {
+        if (g.previous && f.gpm_sample_free) f.gpm_sample_free(g.previous);
+        if (g.current && f.gpm_sample_free) f.gpm_sample_free(g.current);
+      }
+    }
+    gpm.clear();
+    nvlink.clear();
+    handles.clear();
+  }
+
+  void open() {
+    if (nvml && nvml->initialized()) return;
+    reset();
+    nvml.reset();  // shut the old one down before loading again
+    nvml.emplace(NvmlLibrary::open());
+    if (!nvml->initialized()) return;
+    const NvmlFunctions& f = nvml->functions();
+    unsigned count = 0;
+    if (!f.device_get_count || f.device_get_count(&count) != NVML_SUCCESS) count = 0;
+    handles.assign(std::min(count, k_max_devices), nullptr);
+    for (unsigned i = 0; i < handles.size(); ++i)
+      if (!f.device_get_handle_by_index || f.device_get_handle_by_index(i, &handles[i]) != NVML_SUCCESS)
+        handles[i] = nullptr;
+    xid = std::make_unique<XidWatcher>(*nvml, handles);
+  }
+
+  // The handle the session holds for GPU `index`, or nullptr.
+  nvmlDevice_t handle(unsigned index) const { return index < handles.size() ? handles[index] : nullptr; }
+
+  void decide_gpm_support(GpmSamples& g, nvmlDevice_t h) {
+    g.checked = true;
+    const NvmlFunctions& f = nvml->functions();
+    if (!f.gpm_query_device_support || !f.gpm_sample_alloc || !f.gpm_sample_free || !f.gpm_sample_get ||
+        !f.gpm_metrics_get) {
+      g.unsupported = issue(NVML_ERROR_FUNCTION_NOT_FOUND,
+                            "this NVML has no GPM functions (nvmlGpm*, drivers R520 and later)");
+      return;
+    }
+    nvmlGpmSupport_t support{};
+    support.version = NVML_GPM_SUPPORT_VERSION;
+    if (nvmlReturn_t status = f.gpm_query_device_support(h, &support); status != NVML_SUCCESS) {
+      g.unsupported = issue(status);
+      return;
+    }
+    if (support.isSupportedDevice == 0) {
+      g.unsupported =
+          issue(NVML_ERROR_NOT_SUPPORTED,
+                "GPM (GPU Performance Monitoring) needs a Hopper or newer GPU "
+                "(nvmlGpmQueryDeviceSupport); DCGM's profiling module is the only source before that");
+      return;
+    }
+    for (nvmlGpmSample_t* sample : {&g.previous, &g.current}) {
+      if (nvmlReturn_t status = f.gpm_sample_alloc(sample); status != NVML_SUCCESS) {
+        *sample = nullptr;
+        g.unsupported = issue(status);
+        return;
+      }
+    }
+  }
+
+  Reading<double> gpm_metric(const nvmlGpmMetric_t& m) const {
+    Reading<double> out;
+    if (m.nvmlReturn != NVML_SUCCESS)
+      out.issue = issue(m.nvmlReturn);
+    else if (std::isnan(m.value))
+      out.issue = issue(NVML_ERROR_NO_DATA, "NVML computed no value for this GPM metric");
+    else
+      out.value = m.value;
+    return out;
+  }
+
+  void fill_gpm(unsigned index, GpuDevice& d) {
+    nvmlDevice_t h = handle(index);
+    if (d.lost) {
+      d.gpm.issue = issue(NVML_ERROR_GPU_IS_LOST);
+      return;
+    }
+    if (!h) {
+      d.gpm.issue = issue(NVML_ERROR_NOT_FOUND, "this GPU appeared after gpuhost opened NVML");
+      return;
+    }
+    if (gpm.size() <= index) gpm.resize(index + 1);
+    GpmSamples& g = gpm[index];
+    if (g.uuid != d.uuid) {
+      const NvmlFunctions& f = nvml->functions();
+      for (nvmlGpmSample_t s : {g.previous, g.current})
+        if (s && f.gpm_sample_free) f.gpm_sample_free(s);
+      g = GpmSamples{};
+      g.uuid = d.uuid;
+    }
+    if (!g.checked) decide_gpm_support(g, h);
+    if (g.unsupported) {
+      d.gpm.issue = g.unsupported;
+      return;
+    }
+    const NvmlFunctions& f = nvml->functions();
+    nvmlReturn_t status = f.gpm_sample_get(h, g.current);
+    const Clock::time_point now = Clock::now();
+    if (status != NVML_SUCCESS) {
+      d.gpm.issue = issue(status);  // the previous sample stays the baseline
+      return;
+    }
+    if (!g.has_previous) {
+      d.gpm.issue = issue(NVML_ERROR_NO_DATA,
+                          "first GPM sample: the metrics are averages between two collections, so they "
+                          "start with the next one");
+    } else {
+      if (!gpm_request) gpm_request = std::make_unique<nvmlGpmMetricsGet_t>();
+      nvmlGpmMetricsGet_t& request = *gpm_request;
+      request = nvmlGpmMetricsGet_t{};
+      request.version = NVML_GPM_METRICS_GET_VERSION;
+      request.numMetrics = k_gpm_metric_count;
+      request.sample1 = g.previous;
+      request.sample2 = g.current;
+      for (unsigned k = 0; k < k_gpm_metric_count; ++k) request.metrics[k].metricId = k_gpm_metrics[k];
+      status = f.gpm_metrics_get(&request);
+      if (status != NVML_SUCCESS) {
+        d.gpm.issue = issue(status);
+      } else {
+        GpmActivity a;
+        a.interval_s = std::chrono::duration<double>(now - g.previous_time).count();
+        a.graphics_util_percent = gpm_metric(request.metrics[0]);
+        a.tensor_util_percent = gpm_metric(request.metrics[1]);
+        a.dram_bw_util_percent = gpm_metric(request.metrics[2]);
+        a.pcie_tx_mib_per_s = gpm_metric(request.metrics[3]);
+        a.pcie_rx_mib_per_s = gpm_metric(request.metrics[4]);
+        d.gpm.value = std::move(a);
+      }
+    }
+    std::swap(g.previous, g.current);
+    g.previous_time = now;
+    g.has_previous = true;
+  }
+
+  // DCGM's DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL (dcgmlib/src/DcgmCacheManager.cpp
+  // ReadAndCacheNvLinkBandwidth): 0 while the counter sum is 0, else the sum's growth per second
+  // since the previous reading, divided by 1000.
+  void fill_nvlink(unsigned index, GpuDevice& d) {
+    if (!d.nvlink_traffic.value) {
+      d.nvlink_bandwidth.issue = d.nvlink_traffic.issue;
+      return;
+    }
+    if (nvlink.size() <= index) nvlink.resize(index + 1);
+    NvlinkBaseline& b = nvlink[index];
+    const NvlinkTraffic& t = *d.nvlink_traffic.value;
+    const std::uint64_t sum = t.tx_kib + t.rx_kib;
+    if (b.set && b.uuid == d.uuid && sum == 0) {
+      d.nvlink_bandwidth.value = 0.0;
+    } else if (!b.set || b.uuid != d.uuid) {
+      d.nvlink_bandwidth.issue =
+          issue(NVML_ERROR_NO_DATA, "first NVLink counter reading: the rate starts with the next collection");
+    } else if (sum < b.sum_kib || t.timestamp_us <= b.timestamp_us) {
+      d.nvlink_bandwidth.issue = issue(NVML_ERROR_NO_DATA,
+                                       "the NVLink counters went back (driver reloaded?): the rate restarts "
+                                       "with the next collection");
+    } else {
+      const double seconds = static_cast<double>(t.timestamp_us - b.timestamp_us) / 1e6;
+      d.nvlink_bandwidth.value = static_cast<double>(sum - b.sum_kib) / seconds / 1000.0;
+    }
+    b = NvlinkBaseline{d.uuid, true, sum, t.timestamp_us};
+  }
+
+  void fill(GpuSnapshot& s) {
+    for (GpuDevice& d : s.devices) {
+      if (d.handle_error) continue;
+      d.xid = xid->reading(d.index);
+      fill_gpm(d.index, d);
+      fill_nvlink(d.index, d);
+    }
+  }
+};
+
+NvmlSession::NvmlSession() : m_state(std::make_unique<State>()) {}
+NvmlSession::NvmlSession(NvmlSession&&) noexcept = default;
+NvmlSession& NvmlSession::operator=(NvmlSession&&) noexcept = default;
+NvmlSession::~NvmlSession() = default;
+
+GpuSnapshot NvmlSession::collect() {
+  if (!m_state) m_state = std::make_unique<State>();
+  m_state->open();
+  GpuSnapshot snapshot = collect_snapshot(*m_state->nvml);
+  if (snapshot.available) m_state->fill(snapshot);
+  return snapshot;
+}
+
+bool NvmlSession::wait_for_xid_events(std::uint64_t count, std::chrono::milliseconds limit) const {
+  return m_state && m_state->xid && m_state->xid->wait_for_events(count, limit);
+}
+
+}  // namespace gpuhost::gpu

@@ -1,0 +1,157 @@
+// NvmlSession against the fake NVML: the readings that need an earlier sample (GPM, the NVLink
+// rate) or a listener (Xid events), and NVML opened again after it was unusable.
+
+#include "gpu/nvml_session.h"
+
+#include <gtest/gtest.h>
+
+#include "gpu/fake_nvml_test_support.h"
+
+namespace gpuhost::gpu {
+namespace {
+
+using testing::k_fake_nvml;
+using testing::scenario_path;
+using testing::ScopedEnv;
+
+// Generous: the fake delivers queued events at once; this only bounds a broken listener.
+constexpr std::chrono::seconds k_event_limit{20};
+
+struct FakeNvml {
+  explicit FakeNvml(const std::string& scenario, const std::string& library = k_fake_nvml)
+      : scenario_env(testing::k_scenario_env, scenario_path(scenario)),
+        library_env(k_nvml_library_env, library) {}
+  ScopedEnv scenario_env;
+  ScopedEnv library_env;
+};
+
+template <typename T>
+void expect_issue(const Reading<T>& reading, int status, const char* what) {
+  EXPECT_FALSE(reading.has_value()) << what;
+  ASSERT_TRUE(reading.issue.has_value()) << what;
+  EXPECT_EQ(reading.issue->status, status) << what << ": " << reading.issue->message;
+}
+
+TEST(NvmlSession, GpmMetricsAndNvlinkRateStartWithTheSecondCollection) {
+  FakeNvml fake("eight_h100");
+  NvmlSession session;
+  GpuSnapshot first = session.collect();
+  ASSERT_TRUE(first.available);
+  ASSERT_EQ(first.devices.size(), 8u);
+  expect_issue(first.devices[0].gpm, 21, "GPM needs a baseline sample");
+  expect_issue(first.devices[0].nvlink_bandwidth, 21, "the rate needs the previous counters");
+
+  GpuSnapshot second = session.collect();
+  for (const GpuDevice& d : second.devices) {
+    SCOPED_TRACE(d.index);
+    ASSERT_TRUE(d.gpm.has_value()) << (d.gpm.issue ? d.gpm.issue->message : "");
+    const GpmActivity& gpm = *d.gpm.value;
+    EXPECT_GE(gpm.interval_s, 0.0);
+    EXPECT_EQ(gpm.graphics_util_percent.value, 98.5);
+    EXPECT_EQ(gpm.tensor_util_percent.value, 61.25);
+    EXPECT_EQ(gpm.dram_bw_util_percent.value, 72.0);
+    EXPECT_EQ(gpm.pcie_tx_mib_per_s.value, 1850.5);
+    EXPECT_EQ(gpm.pcie_rx_mib_per_s.value, 2100.25);
+    // The fake adds 200,000,000 KiB per direction per read and 1 s to its clock: DCGM's value is
+    // 400,000,000 KiB / 1 s / 1000.
+    EXPECT_EQ(d.nvlink_bandwidth.value, 400000.0);
+  }
+  // The baseline moves: a third collection still has values.
+  GpuSnapshot third = session.collect();
+  EXPECT_TRUE(third.devices[3].gpm.has_value());
+  EXPECT_EQ(third.devices[3].nvlink_bandwidth.value, 400000.0);
+}
+
+TEST(NvmlSession, AmpereHasNoGpmAndAnIdleNvlinkRateIsZero) {
+  FakeNvml fake("a100_sxm4_80gb_x8");
+  NvmlSession session;
+  (void)session.collect();
+  GpuSnapshot s = session.collect();
+  ASSERT_EQ(s.devices.size(), 8u);
+  expect_issue(s.devices[0].gpm, 3, "GPM is Hopper and later");
+  EXPECT_NE(s.devices[0].gpm.issue->message.find("Hopper"), std::string::npos);
+  EXPECT_EQ(s.devices[0].nvlink_bandwidth.value, 0.0);
+  // No Xid since the listener started.
+  EXPECT_EQ(s.devices[0].xid.value, (XidState{0, 0, 0}));
+}
+
+TEST(NvmlSession, XidEventsReachTheGpuTheyHappenedOn) {
+  FakeNvml fake("h100_pending_row_remap");
+  NvmlSession session;
+  GpuSnapshot first = session.collect();
+  ASSERT_TRUE(first.available);
+  ASSERT_TRUE(session.wait_for_xid_events(2, k_event_limit));
+  GpuSnapshot s = session.collect();
+  ASSERT_EQ(s.devices.size(), 2u);
+  EXPECT_EQ(s.devices[0].xid.value, (XidState{0, 0, 0}));
+  ASSERT_TRUE(s.devices[1].xid.has_value()) << s.devices[1].xid.issue->message;
+  EXPECT_EQ(s.devices[1].xid.value->last_xid, 63u);  // 48 came first
+  EXPECT_EQ(s.devices[1].xid.value->count, 2u);
+  EXPECT_GT(s.devices[1].xid.value->last_unix, 0);
+}
+
+TEST(NvmlSession, LegacyDriverWatchesXidsWithThePlainWait) {
+  FakeNvml fake("h100_pending_row_remap", testing::k_fake_nvml_legacy);
+  NvmlSession session;
+  (void)session.collect();
+  ASSERT_TRUE(session.wait_for_xid_events(2, k_event_limit));
+  GpuSnapshot s = session.collect();
+  EXPECT_EQ(s.devices.at(1).xid.value->last_xid, 63u);
+  expect_issue(s.devices[1].gpm, 13, "the legacy driver has no GPM functions");
+}
+
+TEST(NvmlSession, MinimalLibraryExplainsEverySessionReading) {
+  FakeNvml fake("eight_h100", testing::k_fake_nvml_minimal);
+  NvmlSession session;
+  (void)session.collect();
+  GpuSnapshot s = session.collect();
+  ASSERT_TRUE(s.available);
+  EXPECT_FALSE(session.wait_for_xid_events(1, std::chrono::milliseconds(0)));
+  const GpuDevice& d = s.devices.at(0);
+  expect_issue(d.xid, 13, "no event functions");
+  expect_issue(d.gpm, 13, "no GPM functions");
+  expect_issue(d.nvlink_bandwidth, 13, "no field values");
+}
+
+TEST(NvmlSession, LostAndUnopenedGpus) {
+  FakeNvml fake("gpu_lost");
+  NvmlSession session;
+  (void)session.collect();
+  GpuSnapshot s = session.collect();
+  ASSERT_EQ(s.devices.size(), 3u);
+  EXPECT_TRUE(s.devices[0].xid.has_value());
+  // No handle: nothing is read, the session readings included.
+  EXPECT_FALSE(s.devices[1].xid.has_value() || s.devices[1].xid.issue);
+  EXPECT_FALSE(s.devices[1].gpm.has_value() || s.devices[1].gpm.issue);
+  // Lost at the memory query: the rate and GPM carry the loss.
+  expect_issue(s.devices[2].gpm, 15, "gpm");
+  expect_issue(s.devices[2].nvlink_bandwidth, 15, "nvlink rate");
+}
+
+TEST(NvmlSession, OpensNvmlAgainAfterItWasUnusable) {
+  NvmlSession session;
+  {
+    FakeNvml fake("no_driver");
+    GpuSnapshot s = session.collect();
+    EXPECT_FALSE(s.available);
+    ASSERT_TRUE(s.error);
+    EXPECT_EQ(s.error->status, 9);
+  }
+  FakeNvml fake("h100_pending_row_remap");
+  GpuSnapshot s = session.collect();
+  ASSERT_TRUE(s.available);
+  EXPECT_EQ(s.devices.size(), 2u);
+  EXPECT_TRUE(session.wait_for_xid_events(2, k_event_limit));
+}
+
+TEST(NvmlSession, MovedSessionKeepsItsState) {
+  FakeNvml fake("eight_h100");
+  NvmlSession first;
+  (void)first.collect();
+  NvmlSession moved = std::move(first);
+  GpuSnapshot s = moved.collect();
+  EXPECT_TRUE(s.devices.at(0).gpm.has_value());  // the baseline came along
+}
+
+}  // namespace
+}  // namespace gpuhost::gpu

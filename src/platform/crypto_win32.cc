@@ -1,0 +1,270 @@
+// crypto.h on Windows CNG (bcrypt.dll): SHA-256, HMAC-SHA256, the system RNG and AES-256-GCM.
+// CNG has no SM3 or SM4, so those are `unsupported` with a message naming the way out.
+// Order matters: bcrypt.h needs the types windows.h defines.
+// clang-format off
+#include <windows.h>
+#include <bcrypt.h>
+// clang-format on
+
+#include <algorithm>
+#include <cstdio>
+#include <new>
+#include <utility>
+
+#include "platform/crypto.h"
+
+namespace gpuhost::platform {
+namespace {
+
+// BCryptDecrypt's answer to a wrong GCM tag (learn.microsoft.com, BCryptDecrypt "Return value").
+constexpr NTSTATUS k_status_auth_tag_mismatch = static_cast<NTSTATUS>(0xC000A002L);
+
+// BCrypt lengths are ULONG; pieces of 1 GiB keep any span size safe for hashing.
+constexpr std::size_t k_max_piece = std::size_t{1} << 30;
+
+Error cng_error(std::string_view context, NTSTATUS status) {
+  char code[16];
+  std::snprintf(code, sizeof code, "0x%08lX", static_cast<unsigned long>(status));
+  return Error{ErrorCode::io_error, std::string(context) + ": CNG failed with NTSTATUS " + code};
+}
+
+// Algorithm providers opened once and shared: CNG algorithm handles may be used from several
+// threads at once (learn.microsoft.com, "CNG Features: Threading"). A null member failed to open.
+struct Providers {
+  BCRYPT_ALG_HANDLE sha256 = nullptr;
+  BCRYPT_ALG_HANDLE hmac_sha256 = nullptr;
+  BCRYPT_ALG_HANDLE aes_gcm = nullptr;
+};
+
+const Providers& providers() {
+  static const Providers opened = [] {
+    Providers p;
+    if (!BCRYPT_SUCCESS(BCryptOpenAlgorithmProvider(&p.sha256, BCRYPT_SHA256_ALGORITHM, nullptr, 0)))
+      p.sha256 = nullptr;
+    if (!BCRYPT_SUCCESS(BCryptOpenAlgorithmProvider(&p.hmac_sha256, BCRYPT_SHA256_ALGORITHM, nullptr,
+                                                    BCRYPT_ALG_HANDLE_HMAC_FLAG)))
+      p.hmac_sha256 = nullptr;
+    if (BCRYPT_SUCCESS(BCryptOpenAlgorithmProvider(&p.aes_gcm, BCRYPT_AES_ALGORITHM, nullptr, 0))) {
+      auto* mode = reinterpret_cast<PUCHAR>(const_cast<wchar_t*>(BCRYPT_CHAIN_MODE_GCM));
+      if (!BCRYPT_SUCCESS(
+              BCryptSetProperty(p.aes_gcm, BCRYPT_CHAINING_MODE, mode, sizeof(BCRYPT_CHAIN_MODE_GCM), 0))) {
+        BCryptCloseAlgorithmProvider(p.aes_gcm, 0);
+        p.aes_gcm = nullptr;
+      }
+    } else {
+      p.aes_gcm = nullptr;
+    }
+    return p;
+  }();
+  return opened;
+}
+
+Error sm_unsupported(std::string_view what) {
+  return Error{ErrorCode::unsupported,
+               std::string(what) +
+                   ": Windows CNG has no SM3/SM4 and the Windows build of gpuhost has no OpenSSL: use "
+                   "AES-256-GCM, or encrypt and decrypt SM4 data with gpuhost on Linux (OpenSSL)"};
+}
+
+// Own a CNG hash or key handle. Move-only.
+struct HashHandle {
+  BCRYPT_HASH_HANDLE handle = nullptr;
+  HashHandle() = default;
+  HashHandle(HashHandle&& o) noexcept : handle(std::exchange(o.handle, nullptr)) {}
+  HashHandle& operator=(HashHandle&&) = delete;
+  ~HashHandle() {
+    if (handle) BCryptDestroyHash(handle);
+  }
+};
+struct KeyHandle {
+  BCRYPT_KEY_HANDLE handle = nullptr;
+  KeyHandle() = default;
+  KeyHandle(KeyHandle&& o) noexcept : handle(std::exchange(o.handle, nullptr)) {}
+  KeyHandle& operator=(KeyHandle&&) = delete;
+  ~KeyHandle() {
+    if (handle) BCryptDestroyKey(handle);
+  }
+};
+
+NTSTATUS hash_data(BCRYPT_HASH_HANDLE handle, ByteView data) {
+  for (std::size_t done = 0; done < data.size();) {
+    std::size_t n = std::min(data.size() - done, k_max_piece);
+    NTSTATUS status =
+        BCryptHashData(handle, const_cast<PUCHAR>(data.data() + done), static_cast<ULONG>(n), 0);
+    if (!BCRYPT_SUCCESS(status)) return status;
+    done += n;
+  }
+  return 0;
+}
+
+Result<void> check_aead(AeadAlgorithm algorithm, ByteView key, ByteView nonce, std::size_t in,
+                        std::size_t out, std::size_t tag) {
+  if (algorithm == AeadAlgorithm::sm4_gcm) return std::unexpected(sm_unsupported("SM4-GCM"));
+  if (!providers().aes_gcm)
+    return make_error(ErrorCode::unavailable, "AES-256-GCM: CNG could not open its AES-GCM provider");
+  if (key.size() != 32 || nonce.size() != k_aead_nonce_bytes || in != out || tag != k_aead_tag_bytes)
+    return make_error(ErrorCode::internal,
+                      "AES-256-GCM: wrong key, nonce, tag or output size (a bug in gpuhost)");
+  if (in > 0xFFFFFFFFu)
+    return make_error(ErrorCode::invalid_argument, "AES-256-GCM: more than 4 GiB in one message");
+  return {};
+}
+
+Result<KeyHandle> aes_key(ByteView key) {
+  KeyHandle k;
+  NTSTATUS status =
+      BCryptGenerateSymmetricKey(providers().aes_gcm, &k.handle, nullptr, 0, const_cast<PUCHAR>(key.data()),
+                                 static_cast<ULONG>(key.size()), 0);
+  if (!BCRYPT_SUCCESS(status)) return std::unexpected(cng_error("AES-256-GCM key", status));
+  return k;
+}
+
+BCRYPT_AUTHENTICATED_CIPHER_MODE_INFO gcm_info(ByteView nonce, ByteView aad, std::uint8_t* tag) {
+  BCRYPT_AUTHENTICATED_CIPHER_MODE_INFO info;
+  BCRYPT_INIT_AUTH_MODE_INFO(info);
+  info.pbNonce = const_cast<PUCHAR>(nonce.data());
+  info.cbNonce = static_cast<ULONG>(nonce.size());
+  info.pbAuthData = aad.empty() ? nullptr : const_cast<PUCHAR>(aad.data());
+  info.cbAuthData = static_cast<ULONG>(aad.size());
+  info.pbTag = tag;
+  info.cbTag = static_cast<ULONG>(k_aead_tag_bytes);
+  return info;
+}
+
+}  // namespace
+
+Sha256::Sha256() {
+  auto* handle = new HashHandle;
+  if (!providers().sha256 ||
+      !BCRYPT_SUCCESS(BCryptCreateHash(providers().sha256, &handle->handle, nullptr, 0, nullptr, 0, 0))) {
+    delete handle;
+    throw std::bad_alloc();
+  }
+  m_state = handle;
+}
+Sha256::Sha256(Sha256&& other) noexcept : m_state(std::exchange(other.m_state, nullptr)) {}
+Sha256& Sha256::operator=(Sha256&& other) noexcept {
+  if (this != &other) {
+    delete static_cast<HashHandle*>(m_state);
+    m_state = std::exchange(other.m_state, nullptr);
+  }
+  return *this;
+}
+Sha256::~Sha256() {
+  delete static_cast<HashHandle*>(m_state);
+}
+
+void Sha256::update(const void* data, std::size_t bytes) {
+  hash_data(static_cast<HashHandle*>(m_state)->handle,
+            ByteView(static_cast<const std::uint8_t*>(data), bytes));
+}
+
+Sha256Digest Sha256::finish() {
+  Sha256Digest out{};
+  BCryptFinishHash(static_cast<HashHandle*>(m_state)->handle, out.data(), static_cast<ULONG>(out.size()), 0);
+  return out;
+}
+
+std::string crypto_library() {
+  return "Windows CNG (bcrypt.dll)";
+}
+
+Result<void> random_bytes(std::span<std::uint8_t> out) {
+  for (std::size_t done = 0; done < out.size();) {
+    std::size_t n = std::min(out.size() - done, k_max_piece);
+    NTSTATUS status =
+        BCryptGenRandom(nullptr, out.data() + done, static_cast<ULONG>(n), BCRYPT_USE_SYSTEM_PREFERRED_RNG);
+    if (!BCRYPT_SUCCESS(status))
+      return std::unexpected(cng_error("reading random bytes (BCryptGenRandom)", status));
+    done += n;
+  }
+  return {};
+}
+
+void secure_zero(std::span<std::uint8_t> bytes) {
+  SecureZeroMemory(bytes.data(), bytes.size());
+}
+
+Result<void> hash_available(HashAlgorithm algorithm) {
+  if (algorithm == HashAlgorithm::sm3) return std::unexpected(sm_unsupported("SM3"));
+  if (!providers().sha256 || !providers().hmac_sha256)
+    return make_error(ErrorCode::unavailable, "SHA-256: CNG could not open its SHA-256 provider");
+  return {};
+}
+
+Result<Digest32> hash(HashAlgorithm algorithm, ByteView data) {
+  if (auto ok = hash_available(algorithm); !ok) return std::unexpected(ok.error());
+  Sha256 hasher;
+  hasher.update(data.data(), data.size());
+  return hasher.finish();
+}
+
+Result<Digest32> hmac(HashAlgorithm algorithm, ByteView key, std::initializer_list<ByteView> parts) {
+  if (auto ok = hash_available(algorithm); !ok) return std::unexpected(ok.error());
+  static constexpr std::uint8_t k_empty = 0;
+  HashHandle h;
+  NTSTATUS status = BCryptCreateHash(providers().hmac_sha256, &h.handle, nullptr, 0,
+                                     const_cast<PUCHAR>(key.empty() ? &k_empty : key.data()),
+                                     static_cast<ULONG>(key.size()), 0);
+  if (!BCRYPT_SUCCESS(status)) return std::unexpected(cng_error("HMAC-SHA256", status));
+  for (ByteView part : parts)
+    if (NTSTATUS s = hash_data(h.handle, part); !BCRYPT_SUCCESS(s))
+      return std::unexpected(cng_error("HMAC-SHA256", s));
+  Digest32 out{};
+  status = BCryptFinishHash(h.handle, out.data(), static_cast<ULONG>(out.size()), 0);
+  if (!BCRYPT_SUCCESS(status)) return std::unexpected(cng_error("HMAC-SHA256", status));
+  return out;
+}
+
+std::size_t aead_key_bytes(AeadAlgorithm algorithm) {
+  return algorithm == AeadAlgorithm::sm4_gcm ? k_sm4_key_bytes : 32;
+}
+
+Result<void> aead_available(AeadAlgorithm algorithm) {
+  if (algorithm == AeadAlgorithm::sm4_gcm) return std::unexpected(sm_unsupported("SM4-GCM"));
+  if (!providers().aes_gcm)
+    return make_error(ErrorCode::unavailable, "AES-256-GCM: CNG could not open its AES-GCM provider");
+  return {};
+}
+
+Result<void> aead_seal(AeadAlgorithm algorithm, ByteView key, ByteView nonce, ByteView aad,
+                       ByteView plaintext, std::span<std::uint8_t> ciphertext, std::span<std::uint8_t> tag) {
+  if (auto ok = check_aead(algorithm, key, nonce, plaintext.size(), ciphertext.size(), tag.size()); !ok)
+    return std::unexpected(ok.error());
+  KeyHandle k = GPUHOST_TRY(aes_key(key));
+  BCRYPT_AUTHENTICATED_CIPHER_MODE_INFO info = gcm_info(nonce, aad, tag.data());
+  ULONG written = 0;
+  NTSTATUS status =
+      BCryptEncrypt(k.handle, const_cast<PUCHAR>(plaintext.data()), static_cast<ULONG>(plaintext.size()),
+                    &info, nullptr, 0, ciphertext.data(), static_cast<ULONG>(ciphertext.size()), &written, 0);
+  if (!BCRYPT_SUCCESS(status)) return std::unexpected(cng_error("AES-256-GCM encryption", status));
+  return {};
+}
+
+Result<void> aead_open(AeadAlgorithm algorithm, ByteView key, ByteView nonce, ByteView aad,
+                       ByteView ciphertext, ByteView tag, std::span<std::uint8_t> plaintext) {
+  if (auto ok = check_aead(algorithm, key, nonce, ciphertext.size(), plaintext.size(), tag.size()); !ok)
+    return std::unexpected(ok.error());
+  KeyHandle k = GPUHOST_TRY(aes_key(key));
+  BCRYPT_AUTHENTICATED_CIPHER_MODE_INFO info = gcm_info(nonce, aad, const_cast<std::uint8_t*>(tag.data()));
+  ULONG written = 0;
+  NTSTATUS status =
+      BCryptDecrypt(k.handle, const_cast<PUCHAR>(ciphertext.data()), static_cast<ULONG>(ciphertext.size()),
+                    &info, nullptr, 0, plaintext.data(), static_cast<ULONG>(plaintext.size()), &written, 0);
+  if (status == k_status_auth_tag_mismatch) {
+    secure_zero(plaintext);
+    return make_error(ErrorCode::parse_error, "AES-256-GCM decryption: authentication failed");
+  }
+  if (!BCRYPT_SUCCESS(status)) return std::unexpected(cng_error("AES-256-GCM decryption", status));
+  return {};
+}
+
+Result<void> sm4_available() {
+  return std::unexpected(sm_unsupported("SM4"));
+}
+
+Result<void> sm4_ctr_xor(ByteView, ByteView, ByteView, std::span<std::uint8_t>) {
+  return std::unexpected(sm_unsupported("SM4-CTR"));
+}
+
+}  // namespace gpuhost::platform

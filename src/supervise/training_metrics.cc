@@ -1,0 +1,153 @@
+#include "supervise/training_metrics.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "metrics/history.h"
+#include "metrics/line_parser.h"
+#include "metrics/sources.h"
+
+namespace gpuhost::supervise {
+
+struct TrainingMetricsRecorder::State {
+  TrainingMetricsOptions options;
+  std::unique_ptr<metrics::MetricHistory> history;  // null: metrics disabled
+  // One parser per stream, each fed by that stream's reader thread only.
+  std::mutex out_mutex;
+  metrics::OutputStreamParser out_parser;
+  std::mutex err_mutex;
+  metrics::OutputStreamParser err_parser;
+  std::atomic<std::int64_t> newest_step{-1};
+
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool stopping = false;  // guarded by mutex
+  std::thread tailer_thread;
+
+  void record(std::vector<metrics::Point>& points, std::string_view source) {
+    for (auto& point : points) {
+      if (point.step && *point.step > newest_step.load(std::memory_order_relaxed))
+        newest_step.store(*point.step, std::memory_order_relaxed);
+      history->append(point, source);
+    }
+    points.clear();
+  }
+
+  void message(std::string_view text) const {
+    if (options.on_message) options.on_message(text);
+  }
+
+  void run_tailer();
+};
+
+void TrainingMetricsRecorder::State::run_tailer() {
+  metrics::SourceTailerOptions tailer_options;
+  tailer_options.roots = options.roots;
+  tailer_options.jsonl_path = options.channel;
+  metrics::SourceTailer tailer(std::move(tailer_options));
+  const std::filesystem::path state_file = options.metrics_dir / "sources.json";
+  if (auto loaded = tailer.load_state(state_file); !loaded)
+    message("training metrics: reading the trainer's metric files afresh: " + loaded.error().message);
+  bool warned_save = false;
+  for (;;) {
+    bool last_round = false;  // asked to stop: one more poll collects what the trainer wrote last
+    {
+      std::lock_guard lock(mutex);
+      last_round = stopping;
+    }
+    std::vector<metrics::SourcedPoint> found = tailer.poll();
+    for (const std::string& warning : tailer.take_warnings()) message("training metrics: " + warning);
+    for (auto& item : found) {
+      if (item.point.step && *item.point.step > newest_step.load(std::memory_order_relaxed))
+        newest_step.store(*item.point.step, std::memory_order_relaxed);
+      history->append(item.point, item.source);
+    }
+    // Points first, then the consumption state: a kill between the two repeats points at worst,
+    // never loses them.
+    history->flush();
+    if (!found.empty()) {
+      if (auto saved = tailer.save_state(state_file); !saved && !warned_save) {
+        message("training metrics: cannot save the file tailer's state: " + saved.error().message);
+        warned_save = true;
+      }
+    }
+    if (last_round) break;
+    std::unique_lock lock(mutex);
+    wake.wait_for(lock, options.poll_interval, [this] { return stopping; });
+  }
+}
+
+TrainingMetricsRecorder::TrainingMetricsRecorder(TrainingMetricsOptions options)
+    : m_state(std::make_unique<State>()) {
+  m_state->options = std::move(options);
+  auto history = metrics::MetricHistory::open(m_state->options.metrics_dir, true);
+  if (!history) {
+    m_state->message("training metrics disabled: " + history.error().message);
+    return;
+  }
+  m_state->history = std::move(*history);
+  for (const auto& info : m_state->history->series())
+    if (info.last_step && *info.last_step > m_state->newest_step.load()) m_state->newest_step.store(*info.last_step);
+  m_state->tailer_thread = std::thread([state = m_state.get()] { state->run_tailer(); });
+}
+
+TrainingMetricsRecorder::~TrainingMetricsRecorder() {
+  if (!m_state->history) return;
+  {
+    std::lock_guard lock(m_state->mutex);
+    m_state->stopping = true;
+  }
+  m_state->wake.notify_all();
+  if (m_state->tailer_thread.joinable()) m_state->tailer_thread.join();
+  std::vector<metrics::Point> points;
+  {
+    std::lock_guard lock(m_state->out_mutex);
+    m_state->out_parser.finish(points);
+  }
+  {
+    std::lock_guard lock(m_state->err_mutex);
+    m_state->err_parser.finish(points);
+  }
+  m_state->record(points, "output");
+  m_state->history->flush();
+}
+
+void TrainingMetricsRecorder::on_output(platform::OutputStream stream, std::string_view chunk) {
+  if (!m_state->history) return;
+  const bool out = stream == platform::OutputStream::out;
+  std::vector<metrics::Point> points;
+  {
+    std::lock_guard lock(out ? m_state->out_mutex : m_state->err_mutex);
+    (out ? m_state->out_parser : m_state->err_parser).feed(chunk, points);
+  }
+  m_state->record(points, "output");
+}
+
+void TrainingMetricsRecorder::child_started() {
+  if (!m_state->history) return;
+  // The previous child's unterminated last line is parsed now rather than glued to the new
+  // child's first one.
+  std::vector<metrics::Point> points;
+  {
+    std::lock_guard lock(m_state->out_mutex);
+    m_state->out_parser.finish(points);
+    m_state->out_parser = metrics::OutputStreamParser();
+  }
+  {
+    std::lock_guard lock(m_state->err_mutex);
+    m_state->err_parser.finish(points);
+    m_state->err_parser = metrics::OutputStreamParser();
+  }
+  m_state->record(points, "output");
+}
+
+std::optional<std::int64_t> TrainingMetricsRecorder::newest_step() const {
+  const std::int64_t step = m_state->newest_step.load(std::memory_order_relaxed);
+  if (step < 0) return std::nullopt;
+  return step;
+}
+
+}  // namespace gpuhost::supervise
