@@ -261,6 +261,7 @@ class LineScan {
     std::string_view field = m_line.substr(begin, end - begin);
     if (std::any_of(field.begin(), field.end(), [](char c) { return c == '=' || c == '\'' || c == '"'; }))
       return;
+    if (alternating_pairs(begin, field)) return;
     // Up to three trailing words: [w1] [w2] value.
     std::array<std::string_view, 3> words;
     std::array<std::size_t, 3> starts{};
@@ -293,6 +294,34 @@ class LineScan {
       return;
     }
     add(starts[1], words[1], v, m_space_pairs);
+  }
+
+  // A field made only of `key value` pairs, as hand-written loops print them:
+  // `step 100 loss 2.3456 lr 0.0003`. Adds them all and returns true; false (adding nothing)
+  // when the field is anything else.
+  bool alternating_pairs(std::size_t begin, std::string_view field) {
+    std::array<std::string_view, 2 * 8> words;
+    std::array<std::size_t, 2 * 8> starts{};
+    std::size_t count = 0;
+    std::size_t i = 0;
+    while (i < field.size()) {
+      while (i < field.size() && is_space(field[i])) ++i;
+      if (i == field.size()) break;
+      std::size_t s = i;
+      while (i < field.size() && !is_space(field[i])) ++i;
+      if (count == words.size()) return false;
+      words[count] = field.substr(s, i - s);
+      starts[count] = begin + s;
+      ++count;
+    }
+    if (count < 4 || count % 2 != 0) return false;
+    std::array<Value, 8> values;
+    for (std::size_t k = 0; k < count; k += 2) {
+      if (!is_key_token(words[k]) || !parse_number_with_unit(words[k + 1], values[k / 2].value, values[k / 2].unit))
+        return false;
+    }
+    for (std::size_t k = 0; k < count; k += 2) add(starts[k], words[k], values[k / 2], m_space_pairs);
+    return true;
   }
 
   // tqdm's rate: `15.0it/s` or `2.10s/it`.

@@ -58,7 +58,8 @@ struct ParsedLine {
 //   * `key=value` and `key = value` (HF's `eval_loss = 0.69`), `key: value` (a space after the
 //     colon, so `cuda:0` and `localhost:8080` are not metrics), and quoted keys, `'loss': 0.5`
 //     (HF Trainer's Python dict repr) and `"loss": 0.5`;
-//   * `key value` pairs when each fills a field delimited by `,` `;` `|` `: ` or the line ends,
+//   * a field made only of `key value` pairs (`step 12 loss 0.45 lr 3e-4`, hand-written loops),
+//     or `key value` pairs when each fills a field delimited by `,` `;` `|` `: ` or the line ends,
 //     and the line has at least two pairs in all, one of them a step, `epoch` or `*loss*` key:
 //     nanoGPT's `iter 100: loss 2.3456, time 12.3ms`, `step 500: train loss 2.1, val loss 2.2`
 //     (a two-word key becomes `train_loss`), but not "CUDA 12.1, cuDNN 8902";

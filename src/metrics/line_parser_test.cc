@@ -165,6 +165,17 @@ TEST(LineParser, KeepsNanAndInfinity) {
                    0.4321);
 }
 
+TEST(LineParser, ReadsWhitespaceSeparatedPairsOfHandWrittenLoops) {
+  auto parsed = parse_line("step 12 loss 0.454054 lr 3e-4");
+  EXPECT_EQ(values_of(parsed.points), (std::map<std::string, double>{{"loss", 0.454054}, {"lr", 3e-4}}));
+  for (const auto& p : parsed.points) EXPECT_EQ(p.step, 12);
+  EXPECT_DOUBLE_EQ(values_of("epoch 3 loss 0.5")["loss"], 0.5);
+  // Pairs without a step, epoch or loss key are prose, and a word out of place breaks the pattern.
+  EXPECT_TRUE(parse_line("batch 32 workers 8").points.empty());
+  EXPECT_TRUE(parse_line("step 12 loss 0.45 done").points.empty());
+  EXPECT_TRUE(parse_line("Saved 3 files in 2 dirs").points.empty());
+}
+
 TEST(LineParser, IgnoresTimestampsUrlsPathsVersionsAndHex) {
   for (const char* line : {
            "2024-05-01 12:30:45 starting",

@@ -852,6 +852,7 @@ Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProces
                       : drill_kill                        ? "drill_kill"
                       : end.exit.succeeded()              ? "success"
                                                           : "crash";
+  record_progress(true);  // the step the trainer reached, journalled before its exit
   json::Value fields = json::Value::object();
   fields["pid"] = child.pid();
   fields["exit_code"] = end.exit.exit_code;
@@ -1004,7 +1005,6 @@ Result<SupervisorResult> Supervisor::run() {
       return finish(Outcome::failed, "the trainer could not be started: " + child.error().message);
     }
     auto end = supervise_child(*child, resume);
-    record_progress(true);  // the step the trainer reached, before the exit is judged
     if (!end) {
       child->kill_tree();
       return finish(Outcome::failed, "lost track of the trainer: " + end.error().message);

@@ -218,22 +218,23 @@ test('a long history is downsampled by the server and keeps its ends', async () 
   await context.close();
 });
 
-test('gpuhost run --dashboard shows what a real trainer prints, live', { skip: WINE ? 'the Python trainer runs on Linux only' : false }, async () => {
-  // tests/integration/trainers/stdlib_trainer.py prints "train: step=N loss=X lr=Y" and writes a
-  // torch.save-shaped checkpoint every 10 steps; gpuhost run reads the lines into the job's history.
-  const trainer = path.join(__dirname, '..', 'integration', 'trainers', 'stdlib_trainer.py');
+test('gpuhost run --dashboard shows what a real PyTorch trainer prints, live', { skip: WINE ? 'the Python trainer runs on Linux only' : !fs.existsSync('/usr/bin/python3') ? 'no /usr/bin/python3' : false }, async () => {
+  // A real PyTorch trainer (Debian's python3-torch, under /usr/bin/python3):
+  // tests/integration/trainers/torch_trainer.py prints "step N loss X" like a hand-written loop
+  // and torch.save()s a checkpoint every 10 steps; gpuhost run reads the lines into the history.
+  const trainer = path.join(__dirname, '..', 'integration', 'trainers', 'torch_trainer.py');
   const home = path.join(root, 'run-home');
   const out = path.join(root, 'run-ckpt');
   const child = spawn(BIN, ['run', '--name', 'live', '--cloud', 'none', '--settle', '0.2', '--checkpoints', out,
-                            '--dashboard=127.0.0.1:0', '--', 'python3', trainer, '--steps', '60', '--step-time', '0.15',
-                            '--every', '10', '--size', '64', '--out', out, '--print-metrics'],
+                            '--dashboard=127.0.0.1:0', '--', '/usr/bin/python3', trainer, '--steps', '60',
+                            '--step-time', '0.15', '--every', '10', '--out', out],
                       { env: { ...process.env, GPUHOST_HOME: home, NO_COLOR: '1' } });
   const printed = new Map();  // step -> the loss text the trainer printed
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => {
     stdout += d;
-    for (const m of stdout.matchAll(/train: step=(\d+) loss=(\S+)/g)) printed.set(Number(m[1]), m[2]);
+    for (const m of stdout.matchAll(/^step (\d+) loss (\S+)$/gm)) printed.set(Number(m[1]), m[2]);
   });
   const url = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('no "dashboard at" line in 60 s: ' + stderr)), 60000);
