@@ -304,8 +304,13 @@ Result<void> run_gpu(const GpuOptions& options, const knowledge::GpuTable& gpus,
   const auto& f = cuda->functions();
   int count = 0;
   if (auto status = f.get_device_count(&count); status != cudaSuccess || count == 0) {
-    report.unavailable.push_back(
-        {"gpu", status != cudaSuccess ? cuda->describe("cudaGetDeviceCount", status) : "the CUDA runtime sees no GPU"});
+    std::string reason = status != cudaSuccess ? cuda->describe("cudaGetDeviceCount", status) : "the CUDA runtime sees no GPU";
+    // The two answers of a host without a usable GPU: say what to check, not only the code.
+    if (status == cudaErrorInsufficientDriver)
+      reason += "; the NVIDIA driver is missing or older than this CUDA runtime needs: `gpuhost doctor` names the driver to install";
+    else if (status == cudaErrorNoDevice || count == 0)
+      reason += "; check that `nvidia-smi` lists a GPU and that CUDA_VISIBLE_DEVICES does not hide it";
+    report.unavailable.push_back({"gpu", std::move(reason)});
     return {};
   }
   progress.report("reading the GPUs through NVML", -1);

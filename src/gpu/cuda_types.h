@@ -11,6 +11,8 @@ namespace gpuhost::gpu::cuda {
 
 using cudaError_t = int;
 inline constexpr cudaError_t cudaSuccess = 0;
+inline constexpr cudaError_t cudaErrorInsufficientDriver = 35;
+inline constexpr cudaError_t cudaErrorNoDevice = 100;
 inline constexpr cudaError_t cudaErrorNotReady = 600;
 
 using cudaEvent_t = struct CUevent_st*;

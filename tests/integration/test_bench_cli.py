@@ -197,6 +197,19 @@ class GpuAgainstFakeCuda(unittest.TestCase):
         measurement(report, "memory.triad_gbps")
         measurement(report, "disk.randread_iops")
 
+    def test_a_runtime_without_a_gpu_says_what_to_check(self):
+        # Without a scenario the fake runtime answers cudaErrorNoDevice (100), as the real one does
+        # on a host whose driver sees no GPU.
+        env = {"GPUHOST_CUDART_LIBRARY": FAKE_CUDART, "GPUHOST_CUBLAS_LIBRARY": FAKE_CUBLAS,
+               "GPUHOST_FAKE_CUDA_SCENARIO": ""}
+        proc, report = bench_json(["all", "--quick", "--path", tmp_dir("bench-nogpu")], env=env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        reason = report["unavailable"][0]["reason"]
+        self.assertIn("cudaGetDeviceCount failed", reason)
+        self.assertIn("(100)", reason)
+        self.assertIn("nvidia-smi", reason)
+        measurement(report, "memory.triad_gbps")
+
 
 class Faults(unittest.TestCase):
     def test_a_target_without_enough_space_is_refused_before_writing(self):
@@ -208,10 +221,16 @@ class Faults(unittest.TestCase):
         self.assertEqual(os.listdir(directory), [])
 
     @unittest.skipIf(IS_WINDOWS_BUILD, "no read-only mount reachable from Wine here")
-    @unittest.skipUnless(os.path.isdir("/proc/sys") and os.statvfs("/proc/sys").f_flag & os.ST_RDONLY,
-                         "no read-only filesystem on this machine")
     def test_a_read_only_filesystem_is_refused(self):
-        proc = run(["bench", "disk", "--path", "/proc/sys"])
+        target = tmp_dir("bench-readonly")
+        if os.geteuid() != 0:
+            self.skipTest("mounting a read-only tmpfs needs root")
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", target],
+                                 capture_output=True, text=True)
+        if mounted.returncode != 0:
+            self.skipTest("cannot mount a read-only tmpfs: " + mounted.stderr.strip())
+        self.addCleanup(subprocess.run, ["umount", "-l", target], capture_output=True)
+        proc = run(["bench", "disk", "--path", target])
         self.assertEqual(proc.returncode, 3, proc.stderr)
         self.assertIn("read-only", proc.stderr)
 

@@ -9,25 +9,16 @@ import json
 import os
 import random
 import shutil
-import socket
 import subprocess
 import time
 import unittest
 
 from gpuhost_test import IS_WINDOWS_BUILD, WINE, host_path, tmp_dir
+from moto_s3 import MotoS3
 
 TOOL = os.environ.get("GPUHOST_STORE_TOOL", "")
 BUCKET = "gpuhost-it"
 MIB = 1 << 20
-# Setup requests moto serves without authentication: create-user, create-access-key,
-# put-user-policy, create-bucket. Everything after them must be signed with the user's key.
-SETUP_ACTIONS = 4
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def random_bytes(size, seed):
@@ -40,51 +31,20 @@ class StoreAgainstMoto(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.dir = tmp_dir("store-s3")
-        cls.port = free_port()
-        cls.endpoint = f"http://127.0.0.1:{cls.port}"
-        env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT=str(SETUP_ACTIONS))
-        cls.log = open(os.path.join(cls.dir, "moto.log"), "w")
-        cls.moto = subprocess.Popen(["moto_server", "-p", str(cls.port)], env=env, stdout=cls.log,
-                                    stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", cls.port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or cls.moto.poll() is not None:
-                    raise RuntimeError("moto_server did not start; see " + cls.log.name)
-                time.sleep(0.2)
-        cls.base_env = dict(os.environ, AWS_DEFAULT_REGION="us-east-1", AWS_EC2_METADATA_DISABLED="true",
-                            AWS_ACCESS_KEY_ID="AKIAIOSFODNN7BOOTSTRAP", AWS_SECRET_ACCESS_KEY="bootstrap",
-                            AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull)
-        for var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_REGION"):
-            cls.base_env.pop(var, None)
-        cls.aws("iam", "create-user", "--user-name", "gpuhost")
-        key = json.loads(cls.aws("iam", "create-access-key", "--user-name", "gpuhost"))["AccessKey"]
-        cls.aws("iam", "put-user-policy", "--user-name", "gpuhost", "--policy-name", "all", "--policy-document",
-                json.dumps({"Version": "2012-10-17",
-                            "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
-        cls.base_env["AWS_ACCESS_KEY_ID"] = key["AccessKeyId"]
-        cls.base_env["AWS_SECRET_ACCESS_KEY"] = key["SecretAccessKey"]
-        cls.secret = key["SecretAccessKey"]
-        cls.aws("s3api", "create-bucket", "--bucket", BUCKET)
-        cls.url = f"s3://{BUCKET}/it/?endpoint={cls.endpoint}&region=us-east-1"
-        cls.root_url = f"s3://{BUCKET}/?endpoint={cls.endpoint}&region=us-east-1"
+        cls.moto = MotoS3(cls.dir, BUCKET, signed=True)
+        cls.endpoint = cls.moto.endpoint
+        cls.base_env = cls.moto.env
+        cls.secret = cls.moto.secret
+        cls.url = cls.moto.url("it/")
+        cls.root_url = cls.moto.url()
 
     @classmethod
     def tearDownClass(cls):
-        cls.moto.terminate()
-        cls.moto.wait(timeout=30)
-        cls.log.close()
+        cls.moto.stop()
 
     @classmethod
     def aws(cls, *args, binary=False, check=True, env=None):
-        proc = subprocess.run(["aws", "--endpoint-url", cls.endpoint] + list(args), env=env or cls.base_env,
-                              input=b"", capture_output=True, timeout=300)
-        if check and proc.returncode != 0:
-            raise AssertionError("aws " + " ".join(args) + " failed: " + proc.stderr.decode(errors="replace"))
-        return proc.stdout if binary else proc.stdout.decode()
+        return cls.moto.aws(*args, binary=binary, check=check, env=env)
 
     def tool(self, *args, expect_ok=True, env=None, url=None):
         cmd = ([WINE] if IS_WINDOWS_BUILD else []) + [TOOL, url or self.url] + list(args)
