@@ -39,6 +39,13 @@ class Sha256 {
 
 [[nodiscard]] Sha256Digest sha256(std::string_view data);
 [[nodiscard]] Sha256Digest hmac_sha256(std::string_view key, std::string_view data);
+
+// MD5 (RFC 1321), one shot. NOT for security: MD5 is broken for collisions. It exists only to
+// recompute the ETags S3-compatible servers derive from MD5 (a multipart object's ETag is the
+// MD5 of its parts' binary MD5s), so the store can recognise an object it completed. The error
+// is `unavailable` when the library refuses MD5 (an OpenSSL in FIPS mode).
+using Md5Digest = std::array<std::uint8_t, 16>;
+[[nodiscard]] Result<Md5Digest> md5(std::span<const std::uint8_t> data);
 [[nodiscard]] std::string to_hex(std::span<const std::uint8_t> bytes);  // lowercase
 
 using ByteView = std::span<const std::uint8_t>;

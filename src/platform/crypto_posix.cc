@@ -23,6 +23,7 @@ namespace {
 struct Algorithms {
   EVP_MD* sha256 = nullptr;
   EVP_MD* sm3 = nullptr;
+  EVP_MD* md5 = nullptr;  // absent under a FIPS-only configuration
   EVP_MAC* hmac = nullptr;
   EVP_CIPHER* aes_256_gcm = nullptr;
   EVP_CIPHER* sm4_gcm = nullptr;
@@ -34,6 +35,7 @@ const Algorithms& algorithms() {
     Algorithms a;
     a.sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
     a.sm3 = EVP_MD_fetch(nullptr, "SM3", nullptr);
+    a.md5 = EVP_MD_fetch(nullptr, "MD5", nullptr);
     a.hmac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
     a.aes_256_gcm = EVP_CIPHER_fetch(nullptr, "AES-256-GCM", nullptr);
     a.sm4_gcm = EVP_CIPHER_fetch(nullptr, "SM4-GCM", nullptr);
@@ -136,6 +138,18 @@ Sha256Digest Sha256::finish() {
 
 std::string crypto_library() {
   return OpenSSL_version(OPENSSL_VERSION);
+}
+
+Result<Md5Digest> md5(std::span<const std::uint8_t> data) {
+  if (!algorithms().md5)
+    return make_error(ErrorCode::unavailable,
+                      "MD5: " + crypto_library() + " does not provide it (FIPS mode?)");
+  Md5Digest out{};
+  unsigned int size = 0;
+  if (EVP_Digest(data.data(), data.size(), out.data(), &size, algorithms().md5, nullptr) != 1 ||
+      size != out.size())
+    return std::unexpected(openssl_error("MD5"));
+  return out;
 }
 
 Result<void> random_bytes(std::span<std::uint8_t> out) {

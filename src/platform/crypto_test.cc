@@ -46,6 +46,24 @@ TEST(Sha256, KeepsItsStateWhenMoved) {
   EXPECT_EQ(to_hex(second.finish()), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
+std::string md5_hex(std::string_view text) {
+  auto digest = md5(byte_view(text));
+  return digest ? to_hex(*digest) : "error: " + digest.error().message;
+}
+
+// RFC 1321, Appendix A.5 ("test suite"): the whole suite, on both OSes (OpenSSL and CNG).
+TEST(Md5, MatchesTheRfc1321TestSuite) {
+  EXPECT_EQ(md5_hex(""), "d41d8cd98f00b204e9800998ecf8427e");
+  EXPECT_EQ(md5_hex("a"), "0cc175b9c0f1b6a831c399e269772661");
+  EXPECT_EQ(md5_hex("abc"), "900150983cd24fb0d6963f7d28e17f72");
+  EXPECT_EQ(md5_hex("message digest"), "f96b697d7cb7938d525a2f31aaf161d0");
+  EXPECT_EQ(md5_hex("abcdefghijklmnopqrstuvwxyz"), "c3fcd3d76192e4007dfb496cca67e13b");
+  EXPECT_EQ(md5_hex("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"),
+            "d174ab98d277d9f5a5611c2c9f419d9f");
+  EXPECT_EQ(md5_hex("12345678901234567890123456789012345678901234567890123456789012345678901234567890"),
+            "57edf4a22be3c955ac49da2e2107b67a");
+}
+
 // RFC 4231 §4.2, §4.3, §4.7: HMAC-SHA256 test cases 1, 2 and 6 (key longer than a block).
 TEST(HmacSha256, MatchesRfc4231) {
   EXPECT_EQ(to_hex(hmac_sha256(std::string(20, '\x0b'), "Hi There")),

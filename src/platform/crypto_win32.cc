@@ -1,4 +1,4 @@
-// crypto.h on Windows CNG (bcrypt.dll): SHA-256, HMAC-SHA256, the system RNG and AES-256-GCM.
+// crypto.h on Windows CNG (bcrypt.dll): SHA-256, HMAC-SHA256, MD5, the system RNG and AES-256-GCM.
 // CNG has no SM3 or SM4, so those are `unsupported` with a message naming the way out.
 // Order matters: bcrypt.h needs the types windows.h defines.
 // clang-format off
@@ -33,6 +33,7 @@ Error cng_error(std::string_view context, NTSTATUS status) {
 struct Providers {
   BCRYPT_ALG_HANDLE sha256 = nullptr;
   BCRYPT_ALG_HANDLE hmac_sha256 = nullptr;
+  BCRYPT_ALG_HANDLE md5 = nullptr;
   BCRYPT_ALG_HANDLE aes_gcm = nullptr;
 };
 
@@ -44,6 +45,8 @@ const Providers& providers() {
     if (!BCRYPT_SUCCESS(BCryptOpenAlgorithmProvider(&p.hmac_sha256, BCRYPT_SHA256_ALGORITHM, nullptr,
                                                     BCRYPT_ALG_HANDLE_HMAC_FLAG)))
       p.hmac_sha256 = nullptr;
+    if (!BCRYPT_SUCCESS(BCryptOpenAlgorithmProvider(&p.md5, BCRYPT_MD5_ALGORITHM, nullptr, 0)))
+      p.md5 = nullptr;
     if (BCRYPT_SUCCESS(BCryptOpenAlgorithmProvider(&p.aes_gcm, BCRYPT_AES_ALGORITHM, nullptr, 0))) {
       auto* mode = reinterpret_cast<PUCHAR>(const_cast<wchar_t*>(BCRYPT_CHAIN_MODE_GCM));
       if (!BCRYPT_SUCCESS(
@@ -167,6 +170,19 @@ Sha256Digest Sha256::finish() {
 
 std::string crypto_library() {
   return "Windows CNG (bcrypt.dll)";
+}
+
+Result<Md5Digest> md5(std::span<const std::uint8_t> data) {
+  if (!providers().md5) return make_error(ErrorCode::unavailable, "MD5: CNG could not open its MD5 provider");
+  HashHandle h;
+  NTSTATUS status = BCryptCreateHash(providers().md5, &h.handle, nullptr, 0, nullptr, 0, 0);
+  if (!BCRYPT_SUCCESS(status)) return std::unexpected(cng_error("MD5", status));
+  if (status = hash_data(h.handle, data); !BCRYPT_SUCCESS(status))
+    return std::unexpected(cng_error("MD5", status));
+  Md5Digest out{};
+  status = BCryptFinishHash(h.handle, out.data(), static_cast<ULONG>(out.size()), 0);
+  if (!BCRYPT_SUCCESS(status)) return std::unexpected(cng_error("MD5", status));
+  return out;
 }
 
 Result<void> random_bytes(std::span<std::uint8_t> out) {

@@ -89,7 +89,9 @@ class ObjectStore {
                                                      int number, const Payload& payload) = 0;
   [[nodiscard]] virtual Result<std::vector<PartInfo>> list_parts(std::string_view key,
                                                                  std::string_view upload_id) = 0;
-  // Returns the object's ETag.
+  // Returns the object's ETag. Each part's size (and ETag, as upload_part or list_parts gave it)
+  // must be right: when the answer is lost, S3 stores compare them with the object by HEAD
+  // before calling the upload complete (s3_store.h).
   [[nodiscard]] virtual Result<std::string> complete_multipart(std::string_view key,
                                                                std::string_view upload_id,
                                                                std::span<const PartInfo> parts) = 0;

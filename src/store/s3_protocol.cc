@@ -1,6 +1,10 @@
 #include "store/s3_protocol.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include "base/strings.h"
+#include "platform/crypto.h"
 #include "store/xml.h"
 
 namespace gpuhost::store {
@@ -8,6 +12,11 @@ namespace {
 
 // `root` is S3's name for the answer's root element. moto 5 names some "...Response" instead of
 // "...Result" (ListParts, CompleteMultipartUpload), so that spelling is accepted too.
+bool is_md5_hex(std::string_view etag) {
+  return etag.size() == 32 &&
+         std::ranges::all_of(etag, [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
+}
+
 Result<XmlElement> parse_answer(std::string_view body, std::string_view root, std::string_view what) {
   auto xml = parse_xml(body);
   if (!xml) return std::unexpected(with_context(xml.error(), "reading the " + std::string(what) + " answer"));
@@ -259,6 +268,36 @@ Result<CompleteResult> parse_complete_multipart(std::string_view body) {
                       "reading the CompleteMultipartUpload answer: unexpected <" + xml->name + ">");
   result.etag = unquote_etag(xml->child_text("ETag"));
   return result;
+}
+
+std::optional<std::string> expected_multipart_etag(std::span<const PartInfo> parts) {
+  std::vector<std::uint8_t> digests;
+  digests.reserve(parts.size() * 16);
+  for (const PartInfo& part : parts) {
+    if (!is_md5_hex(part.etag)) return std::nullopt;
+    for (std::size_t i = 0; i < 32; i += 2)
+      digests.push_back(static_cast<std::uint8_t>(*parse_int(std::string_view(part.etag).substr(i, 2), 16)));
+  }
+  auto digest = platform::md5(digests);
+  if (!digest) return std::nullopt;
+  return platform::to_hex(*digest) + "-" + std::to_string(parts.size());
+}
+
+std::string completed_object_mismatch(const ObjectInfo& object, std::span<const PartInfo> parts) {
+  std::uint64_t size = 0;
+  for (const PartInfo& part : parts) size += part.size;
+  if (object.size != size)
+    return "it holds " + std::to_string(object.size) + " bytes, the parts " + std::to_string(size);
+  std::string etag = to_lower(object.etag);
+  if (auto expected = expected_multipart_etag(parts)) {
+    if (etag != *expected) return "its ETag is \"" + object.etag + "\", the parts make \"" + *expected + "\"";
+    return {};
+  }
+  std::string suffix = "-" + std::to_string(parts.size());
+  if (!etag.ends_with(suffix))
+    return "its ETag \"" + object.etag + "\" is not that of an object of " + std::to_string(parts.size()) +
+           " parts (\"...-" + std::to_string(parts.size()) + "\")";
+  return {};
 }
 
 }  // namespace gpuhost::store

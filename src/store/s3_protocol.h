@@ -72,6 +72,24 @@ struct CompleteResult {
 };
 [[nodiscard]] Result<CompleteResult> parse_complete_multipart(std::string_view body);
 
+// The ETag S3 gives the object that completing `parts` makes: the hex MD5 of the concatenated
+// binary MD5s of the parts, then "-" and the part count ("f77dc0eecdebcd774a2a22cb393ad2ff-2").
+// AWS calls ETags opaque; this form is what S3 produces where a part's ETag is its MD5 and what
+// other servers copy: Huawei OBS documents it as MD5(M1M2...MN)-N
+// (support.huaweicloud.com/api-obs/obs_04_0102.html), Cloudflare R2 as "mimic the behavior of S3"
+// with a worked example (developers.cloudflare.com/r2/objects/multipart-objects), and moto
+// computes it so (moto/s3/models.py, FakeMultipart.complete). nullopt when some part's ETag is
+// not a plain 32-hex-digit MD5 (S3 with SSE-KMS or SSE-C, docs.aws.amazon.com/AmazonS3/latest/
+// API/API_Object.html; some other servers), or when this build has no MD5. Lower case.
+[[nodiscard]] std::optional<std::string> expected_multipart_etag(std::span<const PartInfo> parts);
+
+// Whether `object` (a HEAD answer) is what completing `parts` makes: its size is the sum of the
+// parts' sizes, and its ETag equals expected_multipart_etag(parts), or, where that cannot be
+// computed, at least ends in "-N" for N parts (weaker: a same-sized object of as many parts, with
+// opaque part ETags, passes too). Empty when it is; otherwise why not, for a message.
+[[nodiscard]] std::string completed_object_mismatch(const ObjectInfo& object,
+                                                    std::span<const PartInfo> parts);
+
 // "2026-05-01T12:00:00Z" or "2026-05-01T12:00:00.000Z" (S3's Initiated and LastModified, IMDS's
 // Expiration); nullopt when it is not that form.
 [[nodiscard]] std::optional<std::chrono::system_clock::time_point> parse_iso8601_utc(std::string_view text);

@@ -152,6 +152,51 @@ TEST(S3Multipart, ACompleteAnswerOf200CanHoldAnError) {
   EXPECT_TRUE(s3_error_is_transient(*failed->error));
 }
 
+// The worked example of developers.cloudflare.com/r2/objects/multipart-objects (R2 mimics S3),
+// and values from Python's hashlib: md5(bytes.fromhex(e1) + bytes.fromhex(e2) + ...) + "-N".
+TEST(S3Multipart, ExpectedEtagIsTheMd5OfThePartMd5s) {
+  std::vector<PartInfo> r2 = {{1, "bce6bf66aeb76c7040fdd5f4eccb78e6", 5, ""},
+                              {2, "8165449fc15bbf43d3b674595cbcc406", 1, ""}};
+  EXPECT_EQ(expected_multipart_etag(r2), "f77dc0eecdebcd774a2a22cb393ad2ff-2");
+  std::vector<PartInfo> one = {{1, "900150983cd24fb0d6963f7d28e17f72", 3, ""}};  // MD5("abc")
+  EXPECT_EQ(expected_multipart_etag(one), "af5da9f45af7a300e3aded972f8ff687-1");
+  std::vector<PartInfo> three = {{1, "900150983CD24FB0D6963F7D28E17F72", 3, ""},  // case does not matter
+                                 {2, "d41d8cd98f00b204e9800998ecf8427e", 0, ""},
+                                 {3, "0cc175b9c0f1b6a831c399e269772661", 1, ""}};
+  EXPECT_EQ(expected_multipart_etag(three), "3db3406f1cd3837350d247a05cfc14cd-3");
+}
+
+TEST(S3Multipart, NoExpectedEtagWhenAPartEtagIsNotAnMd5) {
+  // SSE-KMS parts carry opaque ETags; one is enough to make the object's ETag unpredictable.
+  std::vector<PartInfo> parts = {{1, "bce6bf66aeb76c7040fdd5f4eccb78e6", 5, ""}, {2, "e2", 1, ""}};
+  EXPECT_FALSE(expected_multipart_etag(parts));
+  parts[1].etag = "8165449fc15bbf43d3b674595cbcc40g";  // 32 characters, one not hex
+  EXPECT_FALSE(expected_multipart_etag(parts));
+  parts[1].etag = "8165449fc15bbf43d3b674595cbcc406-1";
+  EXPECT_FALSE(expected_multipart_etag(parts));
+}
+
+TEST(S3Multipart, ACompletedObjectMustHaveThePartsSizeAndEtag) {
+  std::vector<PartInfo> parts = {{1, "bce6bf66aeb76c7040fdd5f4eccb78e6", 5, ""},
+                                 {2, "8165449fc15bbf43d3b674595cbcc406", 1, ""}};
+  EXPECT_EQ(completed_object_mismatch({"k", 6, "f77dc0eecdebcd774a2a22cb393ad2ff-2", ""}, parts), "");
+  EXPECT_EQ(completed_object_mismatch({"k", 6, "F77DC0EECDEBCD774A2A22CB393AD2FF-2", ""}, parts), "");
+  EXPECT_EQ(completed_object_mismatch({"k", 7, "f77dc0eecdebcd774a2a22cb393ad2ff-2", ""}, parts),
+            "it holds 7 bytes, the parts 6");
+  // Same size and part count, other content: only the exact ETag tells them apart.
+  std::string other = completed_object_mismatch({"k", 6, "00000000000000000000000000000000-2", ""}, parts);
+  EXPECT_NE(other.find("f77dc0eecdebcd774a2a22cb393ad2ff-2"), std::string::npos) << other;
+  EXPECT_NE(completed_object_mismatch({"k", 6, "bce6bf66aeb76c7040fdd5f4eccb78e6", ""}, parts), "");
+}
+
+TEST(S3Multipart, OpaquePartEtagsFallBackToSizeAndPartCount) {
+  std::vector<PartInfo> parts = {{1, "kms-1", 5, ""}, {2, "kms-2", 1, ""}};
+  EXPECT_EQ(completed_object_mismatch({"k", 6, "opaque-2", ""}, parts), "");
+  EXPECT_NE(completed_object_mismatch({"k", 6, "opaque-3", ""}, parts), "");
+  EXPECT_NE(completed_object_mismatch({"k", 6, "bce6bf66aeb76c7040fdd5f4eccb78e6", ""}, parts), "");
+  EXPECT_NE(completed_object_mismatch({"k", 5, "opaque-2", ""}, parts), "");
+}
+
 TEST(S3Time, ParsesWholeAndFractionalSeconds) {
   using namespace std::chrono;
   auto expected = sys_days{year(2026) / 1 / 2} + hours(3) + minutes(4) + seconds(5);

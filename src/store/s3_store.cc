@@ -88,7 +88,7 @@ std::string S3Store::display(std::string_view full_key) const {
   return "s3://" + m_location.bucket + "/" + std::string(full_key);
 }
 
-Result<HttpsResponse> S3Store::send(Call call, int* attempts) const {
+Result<HttpsResponse> S3Store::send(Call call, SendTrace* trace) const {
   std::string what = call.method + " " + display(call.key);
   if (call.payload_sha256.empty()) {
     auto hash = payload_sha256(call.payload);
@@ -110,7 +110,7 @@ Result<HttpsResponse> S3Store::send(Call call, int* attempts) const {
   bool refreshed = false;
   const int max_attempts = std::max(1, m_options.retry.max_attempts);
   for (int attempt = 1;; ++attempt) {
-    if (attempts) *attempts = attempt;
+    if (trace) trace->attempts = attempt;
     if (m_options.cancel && m_options.cancel->load())
       return make_error(ErrorCode::timeout, what + ": cancelled");
     auto credentials = m_credentials->credentials();
@@ -128,13 +128,14 @@ Result<HttpsResponse> S3Store::send(Call call, int* attempts) const {
     request.response_file_truncate = call.response_file_truncate;
     request.max_response_bytes = std::max<std::uint64_t>(call.max_response_bytes, 1u << 20);
     request.connect_timeout = m_options.connect_timeout;
-    request.stall_timeout = m_options.stall_timeout;
+    request.stall_timeout = call.stall_timeout.value_or(m_options.stall_timeout);
     request.cancel = m_options.cancel;
 
     auto response = platform::https_request(request);
     bool transient = false;
     std::optional<Error> failure;
     if (!response) {
+      if (trace) trace->answer_lost = true;
       bool cancelled = m_options.cancel && m_options.cancel->load();
       transient = !cancelled && transport_error_is_transient(response.error());
       failure = Error{response.error().code, what + ": " + response.error().message};
@@ -329,6 +330,7 @@ Result<std::string> S3Store::complete_multipart(std::string_view key, std::strin
       return make_error(ErrorCode::invalid_argument, what + ": parts must be in ascending order of number");
   std::string body = complete_multipart_body(parts);
   const int max_attempts = std::max(1, m_options.retry.max_attempts);
+  bool answer_lost = false;
   for (int round = 1;; ++round) {
     Call call;
     call.method = "POST";
@@ -336,15 +338,15 @@ Result<std::string> S3Store::complete_multipart(std::string_view key, std::strin
     call.query = {{"uploadId", std::string(upload_id)}};
     call.headers = {{"Content-Type", "application/xml"}};
     call.payload = Payload::from_memory(body);
-    int attempts = 0;
-    auto response = send(std::move(call), &attempts);
+    call.stall_timeout = m_options.complete_timeout;
+    SendTrace trace;
+    auto response = send(std::move(call), &trace);
+    answer_lost = answer_lost || trace.answer_lost;
     if (!response) {
-      // A retry (inside send, or a round here) after a Complete that succeeded but whose answer
-      // was lost finds the upload gone: the object is there with a multipart ETag "...-N".
-      if (response.error().code == ErrorCode::not_found && (round > 1 || attempts > 1)) {
-        auto info = head(key);
-        if (info && info->etag.ends_with("-" + std::to_string(parts.size()))) return info->etag;
-      }
+      // A Complete that went through but whose answer was lost leaves a retry finding the upload
+      // gone, or no answer at all: only the object itself can say whether it completed.
+      bool gone = response.error().code == ErrorCode::not_found && (round > 1 || trace.attempts > 1);
+      if (gone || answer_lost) return confirm_completed(key, parts, response.error(), what);
       return std::unexpected(response.error());
     }
     auto result = parse_complete_multipart(response->body);
@@ -356,6 +358,26 @@ Result<std::string> S3Store::complete_multipart(std::string_view key, std::strin
     if (!sleep_unless_cancelled(m_options.retry.delay(round, random_unit()), m_options.cancel))
       return make_error(ErrorCode::timeout, what + ": cancelled");
   }
+}
+
+// Never a guess: the object counts as completed only when it is exactly what these parts make
+// (completed_object_mismatch), since another writer may have put the key meanwhile.
+Result<std::string> S3Store::confirm_completed(std::string_view key, std::span<const PartInfo> parts,
+                                               const Error& failure, const std::string& what) {
+  if (m_options.cancel && m_options.cancel->load()) return std::unexpected(failure);
+  auto info = head(key);
+  if (!info) {
+    if (info.error().code == ErrorCode::not_found)
+      return make_error(failure.code, failure.message + " (and no object is at the key)");
+    return make_error(failure.code, failure.message + "; checking whether it completed anyway failed too: " +
+                                        info.error().message);
+  }
+  std::string mismatch = completed_object_mismatch(*info, parts);
+  if (mismatch.empty()) return info->etag;
+  return make_error(ErrorCode::io_error,
+                    what + ": the outcome of the Complete request is unknown (" + failure.message +
+                        ") and the object now at the key is not the one these parts make: " + mismatch +
+                        "; another writer may have replaced it. Upload the file again");
 }
 
 Result<void> S3Store::abort_multipart(std::string_view key, std::string_view upload_id) {

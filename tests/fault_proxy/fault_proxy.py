@@ -27,7 +27,7 @@ A rule:
 
 actions:
     "error"           answer `status` (default 500) with an S3 error XML body (InternalError; 503 is
-                      SlowDown), without forwarding; the connection is closed after it
+                      SlowDown, 404 NoSuchUpload), without forwarding; the connection is closed after it
     "reset_request"   forward the head and K bytes of the request body, then reset both connections
     "reset_response"  forward the request, relay the answer's head and K body bytes, then reset
     "stall"           forward the request, relay the head and K body bytes, then send nothing for S
@@ -38,6 +38,11 @@ actions:
     "short"           relay the head with Content-Length rewritten to K and K body bytes: a server
                       that lies about the length (only a check of the length against the request
                       catches it)
+    "hold_response"   forward the request and wait for the answer's head (the upstream has acted),
+                      then send nothing for S seconds before relaying it: a slow server, silent
+                      while it works (a CompleteMultipartUpload assembling a large object)
+    "drop_response"   forward the request and wait for the answer's head, then reset the client
+                      connection without sending a byte: the request took effect, its answer is lost
     "hook"            forward unchanged, but first run `command` (a list; `env`, a dict, is added to
                       the proxy's environment) and wait for it: a way to change an object behind
                       the client's back mid-transfer
@@ -57,7 +62,9 @@ import time
 
 CONTROL_PREFIX = "/__fault__/"
 # Codes and messages as S3 gives them: docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html
-ERROR_CODES = {500: ("InternalError", "We encountered an internal error. Please try again."),
+ERROR_CODES = {404: ("NoSuchUpload", "The specified upload does not exist. The upload ID may be invalid, or the "
+                     "upload may have been aborted or completed."),
+               500: ("InternalError", "We encountered an internal error. Please try again."),
                503: ("SlowDown", "Please reduce your request rate.")}
 
 
@@ -69,7 +76,8 @@ class Rule:
         self.nth = int(spec.get("nth", 1))
         self.times = int(spec.get("times", 1))
         self.action = spec["action"]
-        if self.action not in ("error", "reset_request", "reset_response", "stall", "truncate", "short", "hook"):
+        if self.action not in ("error", "reset_request", "reset_response", "stall", "truncate", "short",
+                               "hold_response", "drop_response", "hook"):
             raise ValueError("unknown action " + self.action)
         self.seen = 0
 
@@ -253,7 +261,7 @@ def s3_error(status):
     code, message = ERROR_CODES.get(status, ("ServiceUnavailable", "Service is unable to handle request."))
     body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message>'
             f"<RequestId>fault-proxy</RequestId></Error>").encode()
-    reason = {500: "Internal Server Error", 503: "Service Unavailable"}.get(status, "Error")
+    reason = {404: "Not Found", 500: "Internal Server Error", 503: "Service Unavailable"}.get(status, "Error")
     return (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/xml\r\nContent-Length: {len(body)}\r\n"
             f"Connection: close\r\n\r\n").encode() + body
 
@@ -379,6 +387,12 @@ class Connection:
             if status >= 200:
                 break
             self.client.sendall(head)  # an interim 100 Continue
+        if action == "drop_response":
+            reset(self.client)
+            self.drop_upstream()
+            raise Closed()
+        if action == "hold_response":
+            time.sleep(float(rule.spec.get("seconds", 10)))
         no_body = method == "HEAD" or status in (204, 304)
         chunks = body_chunks(self.upstream_reader, headers, no_body)
         to_close = chunks is None

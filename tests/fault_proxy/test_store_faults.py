@@ -2,49 +2,31 @@
 SigV4 signatures: 5xx and SlowDown, connection resets mid-part, stalls, truncated and short bodies,
 an object overwritten mid-download, uploads that keep failing. What must hold: transient faults are
 retried and the transfer ends with the exact bytes; a fault that does not go away is a clear
-failure, never a success (no object appears, no downloaded file appears). store_fault_tool drives
-the client with a short stall timeout and fast backoff; the Windows build runs it under Wine
-(WinHTTP). The aws CLI sets up and checks the bucket directly against moto, never through the proxy.
+failure, never a success (no object appears, no downloaded file appears). A CompleteMultipartUpload
+that answers late is waited for; one whose answer is lost counts only when the object is exactly
+what the parts make. store_tool (tests/integration/store_tool.cc) drives the client with a short
+stall timeout and fast backoff; the Windows build runs it under Wine (WinHTTP). The aws CLI sets up
+and checks the bucket directly against moto, never through the proxy.
 """
 import hashlib
 import json
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
-import time
 import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 from gpuhost_test import IS_WINDOWS_BUILD, WINE, host_path, tmp_dir  # noqa: E402
+from moto_s3 import MotoS3, free_port, wait_for_port  # noqa: E402
 
-TOOL = os.environ.get("GPUHOST_STORE_FAULT_TOOL", "")
+TOOL = os.environ.get("GPUHOST_STORE_TOOL", "")
 PROXY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fault_proxy.py")
 BUCKET = "gpuhost-faults"
 MIB = 1 << 20
-SETUP_ACTIONS = 4  # create-user, create-access-key, put-user-policy, create-bucket: unsigned
 FAST = ["--stall-timeout-ms", "2000", "--base-delay-ms", "50", "--attempts", "4"]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for_port(port, process, log):
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                raise RuntimeError("server on port %d did not start; see %s" % (port, log))
-            time.sleep(0.2)
 
 
 @unittest.skipUnless(shutil.which("moto_server") and shutil.which("aws"),
@@ -53,54 +35,36 @@ class StoreThroughFaultProxy(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.dir = tmp_dir("store-faults")
-        cls.moto_port = free_port()
-        cls.moto_endpoint = f"http://127.0.0.1:{cls.moto_port}"
-        env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT=str(SETUP_ACTIONS))
-        cls.moto_log = open(os.path.join(cls.dir, "moto.log"), "w")
-        cls.moto = subprocess.Popen(["moto_server", "-p", str(cls.moto_port)], env=env, stdout=cls.moto_log,
-                                    stderr=subprocess.STDOUT)
-        wait_for_port(cls.moto_port, cls.moto, cls.moto_log.name)
+        cls.moto = MotoS3(cls.dir, BUCKET, signed=True)
+        cls.moto_endpoint = cls.moto.endpoint
+        cls.base_env = cls.moto.env
         # The proxy listens on the port the signed URLs name; moto verifies each signature against
         # the Host header the proxy passes through unchanged.
         cls.proxy_port = free_port()
         cls.proxy_log = open(os.path.join(cls.dir, "proxy.log"), "w")
-        cls.proxy = subprocess.Popen([sys.executable, PROXY, "--upstream", f"127.0.0.1:{cls.moto_port}",
+        cls.proxy = subprocess.Popen([sys.executable, PROXY, "--upstream", f"127.0.0.1:{cls.moto.port}",
                                       "--listen", str(cls.proxy_port)], stdout=cls.proxy_log,
                                      stderr=subprocess.STDOUT)
-        wait_for_port(cls.proxy_port, cls.proxy, cls.proxy_log.name)
-
-        cls.base_env = dict(os.environ, AWS_DEFAULT_REGION="us-east-1", AWS_EC2_METADATA_DISABLED="true",
-                            AWS_ACCESS_KEY_ID="AKIAIOSFODNN7BOOTSTRAP", AWS_SECRET_ACCESS_KEY="bootstrap",
-                            AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull)
-        for var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_REGION"):
-            cls.base_env.pop(var, None)
-        cls.aws("iam", "create-user", "--user-name", "gpuhost")
-        key = json.loads(cls.aws("iam", "create-access-key", "--user-name", "gpuhost"))["AccessKey"]
-        cls.aws("iam", "put-user-policy", "--user-name", "gpuhost", "--policy-name", "all", "--policy-document",
-                json.dumps({"Version": "2012-10-17",
-                            "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
-        cls.base_env["AWS_ACCESS_KEY_ID"] = key["AccessKeyId"]
-        cls.base_env["AWS_SECRET_ACCESS_KEY"] = key["SecretAccessKey"]
-        cls.aws("s3api", "create-bucket", "--bucket", BUCKET)
-        cls.url = f"s3://{BUCKET}/?endpoint=http://127.0.0.1:{cls.proxy_port}&region=us-east-1"
+        try:
+            wait_for_port(cls.proxy_port, cls.proxy, cls.proxy_log.name)
+        except RuntimeError:
+            cls.moto.stop()
+            raise
+        cls.url = cls.moto.url(endpoint=f"http://127.0.0.1:{cls.proxy_port}")
 
     @classmethod
     def tearDownClass(cls):
-        for process, log in ((cls.proxy, cls.proxy_log), (cls.moto, cls.moto_log)):
-            process.terminate()
-            process.wait(timeout=30)
-            log.close()
+        cls.proxy.terminate()
+        cls.proxy.wait(timeout=30)
+        cls.proxy_log.close()
+        cls.moto.stop()
 
     def setUp(self):
         self.control("DELETE", "rules")
 
     @classmethod
     def aws(cls, *args, check=True):
-        proc = subprocess.run(["aws", "--endpoint-url", cls.moto_endpoint] + list(args), env=cls.base_env,
-                              capture_output=True, timeout=300)
-        if check and proc.returncode != 0:
-            raise AssertionError("aws %s failed: %s" % (" ".join(args), proc.stderr.decode(errors="replace")))
-        return proc.stdout.decode()
+        return cls.moto.aws(*args, check=check)
 
     def control(self, method, what, body=None):
         data = json.dumps(body).encode() if body is not None else None
@@ -116,14 +80,30 @@ class StoreThroughFaultProxy(unittest.TestCase):
         """The requests the proxy saw (since setUp) with this method whose target contains target_part."""
         return [r for r in self.control("GET", "log") if r["method"] == method and target_part in r["target"]]
 
-    def tool(self, *args, expect_ok=True):
-        cmd = ([WINE] if IS_WINDOWS_BUILD else []) + [TOOL] + FAST + [self.url] + list(args)
+    def tool(self, *args, expect_ok=True, flags=()):
+        """store_tool with the FAST flags, then `flags` (which override them), then the command."""
+        cmd = ([WINE] if IS_WINDOWS_BUILD else []) + [TOOL] + FAST + list(flags) + [self.url] + list(args)
         proc = subprocess.run(cmd, env=self.base_env, capture_output=True, text=True, timeout=600)
         if expect_ok:
-            self.assertEqual(proc.returncode, 0, "store_fault_tool %s failed: %s" % (args, proc.stderr))
+            self.assertEqual(proc.returncode, 0, "store_tool %s failed: %s" % (args, proc.stderr))
         else:
-            self.assertNotEqual(proc.returncode, 0, "store_fault_tool %s succeeded: %s" % (args, proc.stdout))
+            self.assertNotEqual(proc.returncode, 0, "store_tool %s succeeded: %s" % (args, proc.stdout))
         return proc
+
+    @staticmethod
+    def fields(output, name):
+        """The values of the "name=value" lines (the first word after '=')."""
+        return [line.split("=", 1)[1].split()[0] for line in output.splitlines() if line.startswith(name + "=")]
+
+    @staticmethod
+    def part_etags(output):
+        """{part number: ETag} from the tool's "part=N size=S etag=E sha256=H" lines."""
+        parts = {}
+        for line in output.splitlines():
+            if line.startswith("part="):
+                words = dict(word.split("=", 1) for word in line.split())
+                parts[words["part"]] = words["etag"]
+        return parts
 
     def write(self, name, size, seed):
         path = os.path.join(self.dir, name)
@@ -153,12 +133,12 @@ class StoreThroughFaultProxy(unittest.TestCase):
             f.write(data)
         self.aws("s3", "cp", path, f"s3://{BUCKET}/{key}")
 
-    def download(self, key, name, expect_ok=True):
+    def download(self, key, name, expect_ok=True, flags=()):
         out = os.path.join(self.dir, name)
         for leftover in (out, out + ".partial"):
             if os.path.exists(leftover):
                 os.remove(leftover)
-        proc = self.tool("download", key, host_path(out), str(2 * MIB), "3", expect_ok=expect_ok)
+        proc = self.tool("download", key, host_path(out), str(2 * MIB), "3", expect_ok=expect_ok, flags=flags)
         return out, proc
 
     def assert_same_bytes(self, got, want):
@@ -275,13 +255,12 @@ class StoreThroughFaultProxy(unittest.TestCase):
                      "command": ["aws", "--endpoint-url", self.moto_endpoint, "s3", "cp", replacement,
                                  f"s3://{BUCKET}/changed.bin"],
                      "env": {k: v for k, v in self.base_env.items() if k.startswith("AWS_")}})
-        out, proc = self.download("changed.bin", "changed.out", expect_ok=False)
-        # The client may give up on the held request (stall timeout) and retry it before the hook's
-        # aws CLI has exited: wait for the proxy to note the hook's outcome.
-        deadline = time.monotonic() + 120
-        while not (hooks := [r["hook"] for r in self.requests("GET", "changed.bin") if "hook" in r]):
-            self.assertLess(time.monotonic(), deadline, "the hook never finished")
-            time.sleep(0.2)
+        # A stall timeout longer than the aws CLI takes (it can take more than the 2 s, and libcurl's
+        # late notice of them, on a loaded host): otherwise the client gives up on the held range
+        # and its retry reaches moto before the object is replaced.
+        out, proc = self.download("changed.bin", "changed.out", expect_ok=False,
+                                  flags=["--stall-timeout-ms", "120000"])
+        hooks = [r["hook"] for r in self.requests("GET", "changed.bin") if "hook" in r]
         self.assertEqual(hooks, [0])
         self.assertIn("changed.bin", proc.stderr)
         self.assertIn("412", proc.stderr)
@@ -295,7 +274,7 @@ class StoreThroughFaultProxy(unittest.TestCase):
         proc = self.upload("fails.bin", path, expect_ok=False)
         self.assertIn("gave up after 4 attempts", proc.stderr)
         self.assertIn("fails.bin", proc.stderr)
-        self.assertNotIn("etag=", proc.stdout)
+        self.assertEqual(self.fields(proc.stdout, "etag"), [])
         self.assertEqual(len(self.requests("PUT", "partNumber=2&")), 4)
         self.assertIsNone(self.stored("fails.bin"))
         self.assertEqual(len(self.requests("POST", "uploadId=")), 0)  # never completed
@@ -309,7 +288,7 @@ class StoreThroughFaultProxy(unittest.TestCase):
         self.faults({"method": "PUT", "target": "partNumber=3&", "action": "error", "status": 503, "times": 0})
         first = self.upload("manifest.bin", path, expect_ok=False)
         upload_id = first.stdout.split("upload_id=")[1].split()[0]
-        stored = dict(line[len("part="):].split(":", 1) for line in first.stdout.split() if line.startswith("part="))
+        stored = self.part_etags(first.stdout)
         self.assertEqual(sorted(stored), ["1", "2"])
         self.control("DELETE", "rules")
         # The manifest: part 1 as stored, part 2 with an ETag the server does not have, part 3
@@ -331,7 +310,7 @@ class StoreThroughFaultProxy(unittest.TestCase):
         self.control("DELETE", "rules")
         second = self.tool("resume", "gone.bin", host_path(path), str(5 * MIB), "3", upload_id, "", expect_ok=False)
         self.assertIn(upload_id, second.stderr)
-        self.assertNotIn("etag=", second.stdout)
+        self.assertEqual(self.fields(second.stdout, "etag"), [])
         self.assertIsNone(self.stored("gone.bin"))
 
     def test_a_complete_that_keeps_failing_fails_the_upload_and_stores_nothing(self):
@@ -339,7 +318,7 @@ class StoreThroughFaultProxy(unittest.TestCase):
         self.faults({"method": "POST", "target": "uploadId=", "action": "error", "status": 500, "times": 0})
         proc = self.upload("nocomplete.bin", path, expect_ok=False)
         self.assertIn("nocomplete.bin", proc.stderr)
-        self.assertNotIn("etag=", proc.stdout)
+        self.assertEqual(self.fields(proc.stdout, "etag"), [])
         self.assertIsNone(self.stored("nocomplete.bin"))
 
     def test_a_reset_on_every_try_of_a_single_put_fails_and_stores_nothing(self):
@@ -350,6 +329,85 @@ class StoreThroughFaultProxy(unittest.TestCase):
         self.assertIn("resets.bin", proc.stderr)
         self.assertIn("gave up after 4 attempts", proc.stderr)
         self.assertIsNone(self.stored("resets.bin"))
+
+
+    # CompleteMultipartUpload: a late answer is waited for; a lost one is settled by HEAD, and only
+    # the exact object the parts make counts as completed.
+
+    @staticmethod
+    def multipart_etag(data, part_size):
+        """S3's ETag of `data` uploaded in parts of part_size: md5 of the parts' binary md5s, "-N"."""
+        digests = [hashlib.md5(data[i:i + part_size]).digest() for i in range(0, len(data), part_size)]
+        return "%s-%d" % (hashlib.md5(b"".join(digests)).hexdigest(), len(digests))
+
+    def head_etag(self, key):
+        return json.loads(self.aws("s3api", "head-object", "--bucket", BUCKET, "--key", key))["ETag"].strip('"')
+
+    def test_a_complete_answered_after_the_stall_timeout_succeeds_on_its_first_attempt(self):
+        path, data = self.write("slow-complete.bin", 11 * MIB, 18)
+        # Silent for 12 s, far past the 2 s stall timeout (and libcurl's late notice of it), as moto
+        # is while it assembles a large object; shorter than the complete timeout (10 minutes).
+        self.faults({"method": "POST", "target": "uploadId=", "action": "hold_response", "seconds": 12})
+        proc = self.upload("slow-complete.bin", path)
+        self.assertEqual(len(self.requests("POST", "uploadId=")), 1)  # never timed out, never retried
+        self.assertEqual(self.fields(proc.stdout, "etag"), [self.head_etag("slow-complete.bin")])
+        self.assert_same_bytes(self.stored("slow-complete.bin"), data)
+
+    def test_a_complete_whose_answer_is_lost_is_confirmed_by_the_exact_etag(self):
+        path, data = self.write("lost-complete.bin", 11 * MIB, 19)
+        # moto completes the upload and the answer is lost; the retry finds the upload gone
+        # (NoSuchUpload, answered by the proxy: moto 5 answers a repeated Complete with success).
+        self.faults({"method": "POST", "target": "uploadId=", "action": "drop_response"},
+                    {"method": "POST", "target": "uploadId=", "action": "error", "status": 404, "nth": 2,
+                     "times": 0})
+        proc = self.upload("lost-complete.bin", path)
+        self.assertEqual(len(self.requests("POST", "uploadId=")), 2)
+        self.assertEqual(len(self.requests("HEAD", "lost-complete.bin")), 1)
+        expected = self.multipart_etag(data, 5 * MIB)
+        self.assertEqual(self.fields(proc.stdout, "etag"), [expected])
+        self.assertEqual(self.head_etag("lost-complete.bin"), expected)
+        self.assert_same_bytes(self.stored("lost-complete.bin"), data)
+
+    def test_a_complete_whose_every_answer_is_lost_is_confirmed_by_the_exact_etag(self):
+        path, data = self.write("lost-all.bin", 11 * MIB, 22)
+        # Every try reaches moto (the first completes, the others repeat it) and no answer returns.
+        self.faults({"method": "POST", "target": "uploadId=", "action": "drop_response", "times": 0})
+        proc = self.upload("lost-all.bin", path)
+        self.assertEqual(len(self.requests("POST", "uploadId=")), 4)  # --attempts 4
+        self.assertEqual(len(self.requests("HEAD", "lost-all.bin")), 1)
+        expected = self.multipart_etag(data, 5 * MIB)
+        self.assertEqual(self.fields(proc.stdout, "etag"), [expected])
+        self.assert_same_bytes(self.stored("lost-all.bin"), data)
+
+    def test_a_lost_complete_is_refused_when_another_object_replaced_ours(self):
+        path, _ = self.write("replaced.bin", 11 * MIB, 20)
+        other = random.Random(21).randbytes(11 * MIB)
+        replacement = os.path.join(self.dir, "replacement-complete.bin")
+        with open(replacement, "wb") as f:
+            f.write(other)
+        # The aws CLI uploads the other object in 5 MiB parts too: same size, same part count
+        # ("...-3"), so only the exact ETag tells it from ours.
+        config = os.path.join(self.dir, "aws-5mib-parts.ini")
+        with open(config, "w") as f:
+            f.write("[default]\ns3 =\n    multipart_threshold = 5MB\n    multipart_chunksize = 5MB\n")
+        env = {k: v for k, v in self.base_env.items() if k.startswith("AWS_")}
+        env["AWS_CONFIG_FILE"] = config
+        # moto completes ours and the answer is lost; before the retry reaches moto, the aws CLI
+        # puts the other object under the same key straight to moto.
+        self.faults({"method": "POST", "target": "uploadId=", "action": "drop_response"},
+                    {"method": "POST", "target": "uploadId=", "action": "hook", "nth": 2,
+                     "command": ["aws", "--endpoint-url", self.moto_endpoint, "s3", "cp", replacement,
+                                 f"s3://{BUCKET}/replaced.bin"],
+                     "env": env})
+        proc = self.upload("replaced.bin", path, expect_ok=False)
+        self.assertEqual([r.get("hook") for r in self.requests("POST", "uploadId=") if "hook" in r], [0])
+        replaced_etag = self.head_etag("replaced.bin")
+        self.assertEqual(replaced_etag, self.multipart_etag(other, 5 * MIB))
+        self.assertIn("replaced.bin", proc.stderr)
+        self.assertIn("not the one these parts make", proc.stderr)
+        self.assertIn(replaced_etag, proc.stderr)
+        self.assertEqual(self.fields(proc.stdout, "etag"), [])
+        self.assert_same_bytes(self.stored("replaced.bin"), other)
 
 
 if __name__ == "__main__":

@@ -1,20 +1,30 @@
-// Drives src/store/ for tests/integration/test_store_s3.py: one store operation per run,
-// against the store URL given first. Results go to stdout as "name=value" lines; errors to
+// Drives src/store/ for the object-store tests: tests/integration/test_store_s3.py (moto_server)
+// and tests/fault_proxy/test_store_faults.py (moto_server behind a fault-injecting proxy). One
+// store operation per run against the store URL; leading flags change the client's timeouts and
+// retries (the fault tests shorten them). Results go to stdout as "name=value" lines; errors to
 // stderr with exit code 1. Not part of gpuhost (the CLI wiring is separate).
 //
-//   store_tool URL put KEY FILE
-//   store_tool URL upload KEY FILE PART_SIZE CONCURRENCY [STOP_AFTER_PARTS]
-//   store_tool URL resume KEY FILE PART_SIZE CONCURRENCY UPLOAD_ID
-//   store_tool URL download KEY OUT RANGE_SIZE CONCURRENCY
-//   store_tool URL get KEY OUT [OFFSET LENGTH]
-//   store_tool URL head KEY
-//   store_tool URL list PREFIX
-//   store_tool URL delete KEY
-//   store_tool URL uploads PREFIX
-//   store_tool URL abort-stale PREFIX SECONDS
+//   store_tool [FLAGS] URL COMMAND ...
+//     --stall-timeout-ms N      S3Options::stall_timeout
+//     --complete-timeout-ms N   S3Options::complete_timeout
+//     --attempts N              RetryPolicy::max_attempts
+//     --base-delay-ms N         RetryPolicy::base_delay
+//   commands:
+//     put KEY FILE
+//     upload KEY FILE PART_SIZE CONCURRENCY [STOP_AFTER_PARTS]
+//     resume KEY FILE PART_SIZE CONCURRENCY UPLOAD_ID [N:ETAG,...]   (the parts a journal lists)
+//     download KEY OUT RANGE_SIZE CONCURRENCY
+//     get KEY OUT [OFFSET LENGTH]
+//     head KEY
+//     list PREFIX
+//     delete KEY
+//     uploads PREFIX
+//     abort-stale PREFIX SECONDS
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,9 +47,38 @@ std::uint64_t number(const std::string& text) {
   return static_cast<std::uint64_t>(parse_int(text).value_or(0));
 }
 
-int run(const std::vector<std::string>& args) {
-  if (args.size() < 2) return fail("usage: store_tool URL COMMAND ...");
-  auto opened = open_store(args[0]);
+// "1:etag1,2:etag2" -> parts with number and ETag (what a journal lists).
+std::vector<PartInfo> parse_known_parts(const std::string& text) {
+  std::vector<PartInfo> parts;
+  for (std::string_view item : split(text, ',')) {
+    auto colon = item.find(':');
+    if (colon == std::string_view::npos) continue;
+    PartInfo part;
+    part.number = static_cast<int>(number(std::string(item.substr(0, colon))));
+    part.etag = std::string(item.substr(colon + 1));
+    parts.push_back(part);
+  }
+  return parts;
+}
+
+int run(std::vector<std::string> args) {
+  OpenOptions open;
+  while (args.size() >= 2 && args[0].starts_with("--")) {
+    auto ms = std::chrono::milliseconds(number(args[1]));
+    if (args[0] == "--stall-timeout-ms")
+      open.s3.stall_timeout = ms;
+    else if (args[0] == "--complete-timeout-ms")
+      open.s3.complete_timeout = ms;
+    else if (args[0] == "--base-delay-ms")
+      open.s3.retry.base_delay = ms;
+    else if (args[0] == "--attempts")
+      open.s3.retry.max_attempts = static_cast<int>(number(args[1]));
+    else
+      return fail("unknown flag " + args[0]);
+    args.erase(args.begin(), args.begin() + 2);
+  }
+  if (args.size() < 2) return fail("usage: store_tool [FLAGS] URL COMMAND ...");
+  auto opened = open_store(args[0], open);
   if (!opened) return fail(opened.error().message);
   ObjectStore& store = **opened;
   const std::string& command = args[1];
@@ -65,16 +104,18 @@ int run(const std::vector<std::string>& args) {
     std::atomic<bool> stop{false};
     std::atomic<std::uint64_t> done{0};
     std::uint64_t stop_after = command == "upload" ? number(arg(4)) : 0;
-    if (command == "resume") options.resume_upload_id = arg(4);
-    std::string upload_id;
+    if (command == "resume") {
+      options.resume_upload_id = arg(4);
+      options.known_parts = parse_known_parts(arg(5));
+    }
     options.on_started = [&](const std::string& id) {
-      upload_id = id;
       std::printf("upload_id=%s\n", id.c_str());
       std::fflush(stdout);
     };
     options.on_part_done = [&](const PartInfo& part) {
-      std::printf("part=%d size=%llu sha256=%s\n", part.number, static_cast<unsigned long long>(part.size),
-                  part.sha256.c_str());
+      std::printf("part=%d size=%llu etag=%s sha256=%s\n", part.number,
+                  static_cast<unsigned long long>(part.size), part.etag.c_str(), part.sha256.c_str());
+      std::fflush(stdout);
       if (stop_after && ++done >= stop_after) stop = true;  // a crash after N parts, for resume tests
     };
     options.cancel = &stop;
@@ -142,6 +183,5 @@ int run(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  return run(args);
+  return run(std::vector<std::string>(argv + 1, argv + argc));
 }
