@@ -445,7 +445,10 @@ int run_run(CommandContext& context) {
   auto result = supervise::run_supervisor(options->supervisor);
   if (dashboard) dashboard->stop();
   if (!result) {
-    const bool usage_error = result.error().code == ErrorCode::invalid_argument;
+    // unsupported: a flag this build cannot honour (--encrypt sm4 on Windows); the message says
+    // what to use instead.
+    const bool usage_error =
+        result.error().code == ErrorCode::invalid_argument || result.error().code == ErrorCode::unsupported;
     std::string hint = result.error().code == ErrorCode::unavailable
                            ? "wait for it to finish, or give this run another --name"
                            : "check that the jobs directory is writable (--jobs-dir, GPUHOST_HOME)";

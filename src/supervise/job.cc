@@ -286,6 +286,41 @@ JobPaths job_paths(const std::filesystem::path& root, const std::string& name) {
   return JobPaths{root / path_from_utf8(name)};
 }
 
+namespace {
+
+// "scheme://user:password@host/..." -> "scheme://host/...".
+std::string without_userinfo(std::string_view url) {
+  const std::size_t scheme = url.find("://");
+  if (scheme == std::string_view::npos) return std::string(url);
+  const std::size_t start = scheme + 3;
+  const std::size_t end = std::min(url.find_first_of("/?#", start), url.size());
+  const std::size_t at = url.substr(start, end - start).rfind('@');
+  if (at == std::string_view::npos) return std::string(url);
+  return std::string(url.substr(0, start)) + std::string(url.substr(start + at + 1));
+}
+
+}  // namespace
+
+std::string redact_store_url(std::string_view url) {
+  std::string_view rest = url.substr(0, std::min(url.find('#'), url.size()));
+  // A file:// path may hold '?': only s3:// URLs have parameters.
+  if (!rest.starts_with("s3://")) return without_userinfo(rest);
+  const std::size_t q = rest.find('?');
+  std::string out = without_userinfo(rest.substr(0, q));
+  if (q == std::string_view::npos) return out;
+  std::vector<std::string> kept;
+  for (const std::string& pair : split(rest.substr(q + 1), '&')) {
+    const std::size_t eq = pair.find('=');
+    const std::string name = pair.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : pair.substr(eq + 1);
+    const bool known = name == "endpoint" || name == "region" || name == "style" || name == "provider";
+    // An endpoint with userinfo, raw or percent-encoded, goes whole: it never worked anyway.
+    const bool secret = !known || value.find('@') != std::string::npos || contains_icase(value, "%40");
+    kept.push_back(secret && !value.empty() ? name + "=REDACTED" : pair);
+  }
+  return out + "?" + join(kept, "&");
+}
+
 std::string job_spec_to_json(const JobSpec& spec) {
   json::Value v = json::Value::object();
   v["version"] = k_job_json_version;
@@ -326,6 +361,12 @@ std::string job_spec_to_json(const JobSpec& spec) {
   preemption["metadata_endpoint"] =
       spec.metadata_endpoint ? json::Value(*spec.metadata_endpoint) : json::Value();
   preemption["poll_interval_ms"] = static_cast<std::int64_t>(spec.poll_interval.count());
+
+  json::Value& remote = v["remote"];
+  remote["url"] = redact_store_url(spec.remote);
+  remote["encrypt"] = spec.encrypt;
+  remote["key_file"] =
+      spec.encryption_key_file ? json::Value(utf8_path(*spec.encryption_key_file)) : json::Value();
   return json::dump(v, 2) + "\n";
 }
 
@@ -407,6 +448,15 @@ Result<JobSpec> job_spec_from_json(std::string_view text) {
     r.read("cloud", spec.cloud);
     r.read("metadata_endpoint", spec.metadata_endpoint);
     r.read("poll_interval_ms", spec.poll_interval);
+    if (r.error()) return std::unexpected(*r.error());
+  }
+  if (const json::Value* remote = top.get("remote", json::Value::Type::object)) {
+    SpecReader r(*remote, "remote.");
+    r.read("url", spec.remote);
+    r.read("encrypt", spec.encrypt);
+    std::optional<std::string> key_file;
+    r.read("key_file", key_file);
+    if (key_file) spec.encryption_key_file = path_from_utf8(*key_file);
     if (r.error()) return std::unexpected(*r.error());
   }
   if (top.error()) return std::unexpected(*top.error());

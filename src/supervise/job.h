@@ -99,8 +99,15 @@ struct JobPaths {
 
 [[nodiscard]] JobPaths job_paths(const std::filesystem::path& root, const std::string& name);
 
+// A store URL fit to write down (job.json, the journal): userinfo ("user:password@") is
+// removed, an endpoint= holding one is replaced by REDACTED, as is the value of every s3://
+// parameter other than endpoint, region, style and provider; a #fragment is dropped. URLs
+// gpuhost accepts carry no secret, so for them this changes nothing.
+[[nodiscard]] std::string redact_store_url(std::string_view url);
+
 // The spec as JSON (job.json in the job directory) and back, so `gpuhost status` and a person
-// reading the job directory see what was run.
+// reading the job directory see what was run. The remote URL goes through redact_store_url;
+// of the encryption only the suite flag and the key file's path are written, never a key.
 [[nodiscard]] std::string job_spec_to_json(const JobSpec& spec);
 [[nodiscard]] Result<JobSpec> job_spec_from_json(std::string_view text);
 

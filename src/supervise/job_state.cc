@@ -68,6 +68,7 @@ void fold_checkpoint_committed(JobState& state, const JournalRecord& record) {
   checkpoint.content_hash = f.get_string("content_hash");
   checkpoint.step = optional_int(f, "step");
   checkpoint.committed_at = record.time;
+  checkpoint.modified = f.get_string("modified");
   if (checkpoint.step) state.last_step = checkpoint.step;
 
   std::string summary = "checkpoint " + checkpoint.id + " committed: ";

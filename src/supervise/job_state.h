@@ -22,6 +22,7 @@ struct CommittedCheckpoint {
   std::string content_hash;  // "xxh3-128:..."
   std::optional<std::int64_t> step;
   std::string committed_at;  // journal time
+  std::string modified;      // journal time of the newest file inside when it was committed
   CheckpointStatus status = CheckpointStatus::committed;
   std::string bad_reason;      // status bad: why
   std::string retired_reason;  // status retired: why ("retention", "overwritten", ...)

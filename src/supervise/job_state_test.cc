@@ -30,6 +30,7 @@ class History {
                                         {"size_bytes", 1288490189},
                                         {"content_hash", hash},
                                         {"step", step ? json::Value(*step) : json::Value()},
+                                        {"modified", "2026-11-30T11:59:59.250Z"},
                                         {"validate_ms", 800}});
   }
   [[nodiscard]] JobState fold() const { return fold_journal(m_records); }
@@ -71,6 +72,7 @@ TEST(JobState, CommittedCheckpointsGetIdsFromTheirSeqAndResumeNewestFirst) {
   EXPECT_EQ(state.checkpoints[0].step, 100);
   EXPECT_EQ(state.checkpoints[0].size_bytes, 1288490189u);
   EXPECT_EQ(state.checkpoints[0].committed_at, h.records()[1].time);
+  EXPECT_EQ(state.checkpoints[0].modified, "2026-11-30T11:59:59.250Z");
   EXPECT_EQ(ids(resume_candidates(state)), (std::vector<std::string>{"ck-5", "ck-4", "ck-2"}));
   EXPECT_EQ(state.last_step, 300);
   const JobEvent* event = last_event(state, "checkpoint_committed");

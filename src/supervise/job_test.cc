@@ -4,9 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include "base/json.h"
 #include "platform/environment.h"
-#include "platform/scoped_env.h"
 #include "platform/process.h"
+#include "platform/scoped_env.h"
 #include "platform/system_info.h"
 
 namespace gpuhost::supervise {
@@ -121,6 +122,9 @@ TEST(JobSpecJson, RoundTripsEveryField) {
   spec.cloud = "gcp";
   spec.metadata_endpoint = "http://127.0.0.1:8080";
   spec.poll_interval = 2s;
+  spec.remote = "s3://bucket/runs/?endpoint=http://127.0.0.1:9000&region=us-east-1&style=path";
+  spec.encrypt = "sm4";
+  spec.encryption_key_file = "/etc/gpuhost/key.hex";
 
   auto back = job_spec_from_json(job_spec_to_json(spec));
   ASSERT_TRUE(back) << back.error().message;
@@ -148,6 +152,36 @@ TEST(JobSpecJson, RoundTripsEveryField) {
   EXPECT_EQ(back->cloud, spec.cloud);
   EXPECT_EQ(back->metadata_endpoint, spec.metadata_endpoint);
   EXPECT_EQ(back->poll_interval, spec.poll_interval);
+  EXPECT_EQ(back->remote, spec.remote);
+  EXPECT_EQ(back->encrypt, spec.encrypt);
+  EXPECT_EQ(back->encryption_key_file, spec.encryption_key_file);
+}
+
+TEST(JobSpecJson, RecordsTheRemoteWithoutSecrets) {
+  JobSpec spec = sample_spec();
+  spec.remote =
+      "s3://AKIDEXAMPLE:hunter2@bucket/p?endpoint=https://user:pw@minio:9000&region=r1"
+      "&X-Amz-Signature=deadbeef&token=s3cr3t#frag";
+  spec.encrypt = "aes-256-gcm";
+  auto parsed = json::parse(job_spec_to_json(spec));
+  ASSERT_TRUE(parsed);
+  const json::Value& remote = *parsed->find("remote");
+  EXPECT_EQ(remote.get_string("url"),
+            "s3://bucket/p?endpoint=REDACTED&region=r1&X-Amz-Signature=REDACTED&token=REDACTED");
+  EXPECT_EQ(remote.get_string("encrypt"), "aes-256-gcm");
+  EXPECT_TRUE(remote.find("key_file")->is_null());
+  for (std::string_view secret : {"AKIDEXAMPLE", "hunter2", "user:pw", "deadbeef", "s3cr3t"})
+    EXPECT_EQ(job_spec_to_json(spec).find(secret), std::string::npos) << secret;
+}
+
+TEST(RedactStoreUrl, LeavesUrlsWithoutSecretsAlone) {
+  for (std::string_view url :
+       {"s3://bucket", "s3://bucket/prefix/?endpoint=http://127.0.0.1:5000&region=us-east-1",
+        "s3://b/p?provider=oss&region=cn-hangzhou&style=virtual", "file:///mnt/ckpt", "file:///C:/share/ckpt",
+        "file://server/share/x", "file:///tmp/odd?name", ""})
+    EXPECT_EQ(redact_store_url(url), url);
+  EXPECT_EQ(redact_store_url("file://me:pw@server/share"), "file://server/share");
+  EXPECT_EQ(redact_store_url("s3://b?endpoint=http%3A%2F%2Fu%3Ap%40host"), "s3://b?endpoint=REDACTED");
 }
 
 TEST(JobSpecJson, MissingFieldsKeepDefaultsAndWrongTypesFail) {

@@ -43,6 +43,13 @@ void Mirror::retire(const std::string& checkpoint_id, const std::string& remote_
                     const std::vector<std::pair<std::string, std::string>>& uploads) {
   {
     std::lock_guard lock(m_mutex);
+    // The caller knows no remote copy when the mirror_durable event is not journalled yet: the
+    // upload may have finished since.
+    std::string remote = remote_id;
+    if (auto done = m_durable.find(checkpoint_id); done != m_durable.end()) {
+      if (remote.empty()) remote = done->second;
+      m_durable.erase(done);
+    }
     std::erase_if(m_tasks, [&](const Task& t) {
       return t.kind == Task::Kind::upload && t.request.checkpoint_id == checkpoint_id;
     });
@@ -57,11 +64,11 @@ void Mirror::retire(const std::string& checkpoint_id, const std::string& remote_
       abort.uploads = uploads;
       m_tasks.push_back(std::move(abort));
     }
-    if (!remote_id.empty()) {
+    if (!remote.empty()) {
       Task remove;
       remove.kind = Task::Kind::remove;
       remove.checkpoint_id = checkpoint_id;
-      remove.remote_id = remote_id;
+      remove.remote_id = remote;
       m_tasks.push_back(std::move(remove));
     }
   }
@@ -196,9 +203,12 @@ void Mirror::run_upload(Task& task) {
     bool retired;
     bool stopping;
     {
+      // One lock for both: a retire() either came before (retired is set) or finds the
+      // checkpoint in m_durable, so its remote copy is deleted exactly once.
       std::lock_guard lock(m_mutex);
       retired = m_active_retired;
       stopping = m_stop;
+      if (pushed && !retired) m_durable[id] = task.request.remote_id;
     }
     if (pushed) {
       json::Value fields = json::Value::object();

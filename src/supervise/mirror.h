@@ -96,6 +96,9 @@ class Mirror {
   std::string m_active;                // guarded by m_mutex: checkpoint id being uploaded
   bool m_active_retired = false;       // guarded by m_mutex
   bool m_stop = false;                 // guarded by m_mutex
+  // Uploaded checkpoint id -> remote id, until retired: a retire() that races the supervisor's
+  // taking of the mirror_durable event still deletes the remote copy. Guarded by m_mutex.
+  std::map<std::string, std::string> m_durable;
   std::atomic<bool> m_cancel{false};   // the running upload's cancel flag
   std::thread m_thread;                // last: started once everything above exists
 };

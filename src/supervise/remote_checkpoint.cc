@@ -124,6 +124,37 @@ void remove_quietly(const fs::path& path) {
   fs::remove_all(path, ec);
 }
 
+// Bytes a restore writes at its peak: every plaintext file, plus (encrypted) the largest object,
+// which is downloaded whole before it is decrypted and removed. Each file is rounded up to 4 KiB,
+// the block most file systems (tmpfs pages, ext4, NTFS clusters) allocate in.
+std::uint64_t restore_bytes_needed(const CheckpointManifest& manifest) {
+  auto blocks = [](std::uint64_t n) { return (n + 4095) / 4096 * 4096; };
+  std::uint64_t plain = 0, largest_object = 0;
+  for (const ManifestFile& file : manifest.files) {
+    plain += blocks(file.size);
+    largest_object = std::max(largest_object, blocks(file.stored_size));
+  }
+  return plain + (manifest.suite.empty() ? 0 : largest_object);
+}
+
+// Refuses a restore that cannot fit before anything is written, so a full disk costs nothing.
+Result<void> check_restore_space(const CheckpointManifest& manifest, const fs::path& folder) {
+  std::error_code ec;
+  fs::path existing = folder;
+  while (!existing.empty() && !fs::exists(existing, ec) && existing != existing.parent_path())
+    existing = existing.parent_path();
+  if (existing.empty()) existing = ".";
+  auto space = platform::disk_space(existing);
+  if (!space) return {};  // unknown: the download itself finds out, and cleans up
+  const std::uint64_t needed = restore_bytes_needed(manifest);
+  if (space->available_bytes >= needed) return {};
+  return make_error(ErrorCode::io_error, "not enough free space on " + existing.string() + ": it needs " +
+                                             std::to_string(needed) + " bytes, " +
+                                             std::to_string(space->available_bytes) +
+                                             " are free (free some space, or restore it elsewhere with "
+                                             "gpuhost ckpt pull --to DIR)");
+}
+
 }  // namespace
 
 std::string manifest_canonical_json(const CheckpointManifest& manifest) {
@@ -389,6 +420,8 @@ Result<fs::path> pull_checkpoint(store::ObjectStore& store, const CheckpointMani
   // Staged beside the destination, so the final rename stays on one file system.
   const fs::path staging = destination.parent_path() / (".gpuhost-restore-" + manifest.remote_id);
   remove_quietly(staging);
+  if (auto room = check_restore_space(manifest, staging.parent_path()); !room)
+    return std::unexpected(with_context(room.error(), what));
   fs::create_directories(staging / "out", ec);
   if (ec) return make_error(ErrorCode::io_error, what + ": creating " + staging.string() + ": " + ec.message());
   auto fail = [&](Error error) -> Result<fs::path> {

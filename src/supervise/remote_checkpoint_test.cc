@@ -200,5 +200,38 @@ TEST_F(RemoteCheckpoint, MirrorUploadsInTheBackgroundThenRetirementDeletesTheRem
   EXPECT_FALSE(read_manifest(mirror.object_store(), "job", request.remote_id, nullptr));
 }
 
+// Retention can retire a checkpoint after its upload finished but before the supervisor took
+// the mirror_durable event, so it passes no remote id: the copy must still go.
+TEST_F(RemoteCheckpoint, MirrorDeletesACopyRetiredBeforeItsDurableEventWasTaken) {
+  MirrorOptions options;
+  options.job = "job";
+  std::string root = (m_dir.path() / "bucket").generic_string();
+  if (!root.starts_with('/')) root = "/" + root;
+  options.store = std::move(*store::open_store("file://" + root));
+  Mirror mirror(std::move(options));
+  auto verdict = validate_checkpoint(m_source, ValidationDepth::full);
+  ASSERT_TRUE(verdict && verdict->valid);
+  PushRequest request;
+  request.job = "job";
+  request.remote_id = remote_checkpoint_id(verdict->step, verdict->content_hash);
+  request.checkpoint_id = "ck-3";
+  request.source = m_source;
+  request.name = m_source.filename().string();
+  request.content_hash = verdict->content_hash;
+  request.staging = m_dir.path() / "staging";
+  mirror.enqueue_upload(request, {});
+  for (int i = 0; i < 6000 && !mirror.idle(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_TRUE(mirror.idle());
+  ASSERT_TRUE(read_manifest(mirror.object_store(), "job", request.remote_id, nullptr));
+
+  mirror.retire("ck-3", "", {});
+  auto events = drain(mirror);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].type, "mirror_durable");
+  EXPECT_EQ(events[1].type, "mirror_removed");
+  EXPECT_EQ(events[1].fields.get_string("remote_id"), request.remote_id);
+  EXPECT_FALSE(read_manifest(mirror.object_store(), "job", request.remote_id, nullptr));
+}
+
 }  // namespace
 }  // namespace gpuhost::supervise

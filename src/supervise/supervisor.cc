@@ -415,10 +415,25 @@ Result<void> Supervisor::start_mirror() {
   return {};
 }
 
-// A fresh host: nothing committed locally, so the newest remote checkpoint that authenticates
-// and verifies is downloaded into the checkpoint location; the next scan commits it.
+// The newest remote checkpoint that authenticates and verifies is downloaded into the checkpoint
+// location (the next scan commits it) when nothing is committed locally, or when it is newer
+// than the checkpoint training would resume from: another host trained further. Newer means a
+// higher step; without a step on both sides, an upload that ended after the local checkpoint was
+// last written. Bytes this journal already knows (uploaded from here, or marked bad here) are
+// never fetched again and nothing local is ever replaced: when no newer one can be restored (a
+// full disk included), training resumes from the local checkpoint.
 void Supervisor::restore_from_remote() {
-  if (!m_mirror || !resume_candidates(m_state).empty()) return;
+  if (!m_mirror) return;
+  // A copy: every record() folds m_state afresh.
+  std::optional<CommittedCheckpoint> local;
+  if (auto live = resume_candidates(m_state); !live.empty()) local = *live.front();
+  auto newer_than_local = [&](const CheckpointManifest& manifest) {
+    if (!local) return true;
+    if (manifest.step && local->step) return *manifest.step > *local->step;
+    // Both are RFC 3339 UTC with milliseconds, so they compare as text; the hosts' clocks are
+    // assumed to be in sync (NTP), as every cloud's are.
+    return !local->modified.empty() && manifest.created_at > local->modified;
+  };
   const crypt::EncryptionKey* key = m_mirror->key();
   auto entries = list_remote_checkpoints(m_mirror->object_store(), m_spec.name, key);
   if (!entries) {
@@ -429,12 +444,21 @@ void Supervisor::restore_from_remote() {
   const fs::path location = m_spec.checkpoint_location;
   for (const RemoteEntry& entry : *entries) {
     if (!entry.manifest) {
+      const std::string error = "remote checkpoint " + entry.key + " skipped: " + entry.problem;
+      if (local) {
+        message(error);  // training goes on from the local one: not worth a record at every start
+        continue;
+      }
       json::Value fields = json::Value::object();
-      fields["error"] = "remote checkpoint " + entry.key + " skipped: " + entry.problem;
+      fields["error"] = error;
       record("mirror_failed", std::move(fields));
       continue;
     }
     const CheckpointManifest& manifest = *entry.manifest;
+    if (!newer_than_local(manifest)) continue;
+    if (std::any_of(m_state.checkpoints.begin(), m_state.checkpoints.end(),
+                    [&](const CommittedCheckpoint& c) { return c.content_hash == manifest.content_hash; }))
+      continue;
     // A single-file location (weights/last.pt) is the file itself; else the name goes inside.
     fs::path destination = location / fs::path(manifest.name);
     if (!manifest.directory && location.filename() == fs::path(manifest.name) && !fs::is_directory(location, ec))
@@ -976,7 +1000,10 @@ Result<SupervisorResult> Supervisor::run() {
   scan_checkpoints(true);
   if (auto mirror = start_mirror(); !mirror) {
     json::Value fields = json::Value::object();
-    fields["reason"] = "the remote store " + m_spec.remote + " cannot be used: " + mirror.error().message;
+    // Store errors quote the URL: what is journalled holds no secret a bad URL may carry.
+    const std::string url = redact_store_url(m_spec.remote);
+    fields["reason"] = "the remote store " + url +
+                       " cannot be used: " + replace_all(mirror.error().message, m_spec.remote, url);
     record("gave_up", fields);
     return finish(Outcome::failed, fields.get_string("reason"));
   }
@@ -1089,6 +1116,14 @@ Result<SupervisorResult> run_supervisor(const SupervisorOptions& options) {
   JobSpec spec = options.spec;
   if (spec.name.empty()) spec.name = default_job_name(spec);
   if (auto valid = validate_job_spec(spec); !valid) return std::unexpected(valid.error());
+  // Before the job directory, the lock or the trainer: --encrypt sm4 on the Windows build, or a
+  // misspelled suite, fails here and not after the first checkpoint.
+  if (!spec.encrypt.empty()) {
+    if (auto suite = crypt::choose_suite(spec.encrypt); !suite)
+      return std::unexpected(with_context(suite.error(), suite.error().code == ErrorCode::unsupported
+                                                             ? "checking the job: unsupported on this build"
+                                                             : "checking the job"));
+  }
   std::error_code ec;
   if (spec.checkpoint_location.is_relative()) spec.checkpoint_location = fs::absolute(spec.checkpoint_location, ec);
 

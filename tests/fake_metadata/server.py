@@ -10,7 +10,12 @@ only (anything else is 404), its mandatory headers, its exact notice bodies. Tes
     POST /_control/notice  {"in_seconds": N}   a notice appears, deadline now + N
                            {"in_seconds": N, "advisory": true}   AWS rebalance / Azure Reboot instead
     POST /_control/mode    {"mode": "normal" | "error500" | "garbage" | "hang"}
-    GET  /_control/log     every request seen: [{"method", "path", "headers", "body"}, ...]
+    POST /_control/probe   {"url": U}   Azure: when a StartRequests POST acknowledges the event, GET U
+                           (e.g. an S3 listing) before answering, so a test sees what was there at
+                           the moment of the acknowledgement
+    GET  /_control/log     every request seen: [{"method", "path", "headers", "body", "time"}, ...];
+                           "time" is when it arrived (epoch seconds); an acknowledgement also has
+                           "acknowledged": true and, with a probe set, "probe": {"status", "body"}
 """
 import argparse
 import email.utils
@@ -18,6 +23,8 @@ import json
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -37,6 +44,7 @@ class State:
         self.acknowledged = False  # Azure: a StartRequests POST named the event
         self.version = 0           # bumped on every notice change (GCP ETag, Azure incarnation)
         self.tokens = set()        # AWS / Alibaba session tokens handed out
+        self.probe_url = None      # Azure: fetched when the event is acknowledged
         self.log = []
 
 
@@ -70,9 +78,10 @@ class Handler(BaseHTTPRequestHandler):
         s = self.state
         if url.path.startswith("/_control/"):
             return self.control(url.path, body)
+        self.entry = {"method": self.command, "path": self.path, "headers": dict(self.headers.items()),
+                      "body": body, "time": time.time()}
         with s.lock:
-            s.log.append({"method": self.command, "path": self.path, "headers": dict(self.headers.items()),
-                          "body": body})
+            s.log.append(self.entry)
             mode = s.mode
         if mode == "error500":
             return self.reply(500, "Internal Server Error")
@@ -101,6 +110,9 @@ class Handler(BaseHTTPRequestHandler):
             elif self.command == "POST" and path == "/_control/mode" and args.get("mode") in (
                     "normal", "error500", "garbage", "hang"):
                 s.mode = args["mode"]
+            elif self.command == "POST" and path == "/_control/probe":
+                s.probe_url = args.get("url")
+                return self.reply(200, "{}", "application/json")
             else:
                 return self.reply(400, "unknown control request")
             s.version += 1
@@ -159,6 +171,19 @@ class Handler(BaseHTTPRequestHandler):
                     return self.reply(400, "unknown EventId")
                 s.acknowledged = True
                 s.version += 1
+                self.entry["acknowledged"] = True
+                probe_url = s.probe_url
+            if probe_url:
+                # Quick (gpuhost waits 2 s for the answer): one local GET, its result kept as it was.
+                try:
+                    with urllib.request.urlopen(probe_url, timeout=1) as answer:
+                        probe = {"status": answer.status, "body": answer.read().decode("utf-8", "replace")}
+                except urllib.error.HTTPError as e:
+                    probe = {"status": e.code, "body": e.read().decode("utf-8", "replace")}
+                except OSError as e:
+                    probe = {"status": 0, "body": str(e)}
+                with s.lock:
+                    self.entry["probe"] = probe
             return self.reply(200, "")
         events = []
         with s.lock:

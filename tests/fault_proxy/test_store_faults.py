@@ -50,7 +50,7 @@ class StoreThroughFaultProxy(unittest.TestCase):
         except RuntimeError:
             cls.moto.stop()
             raise
-        cls.url = cls.moto.url(endpoint=f"http://127.0.0.1:{cls.proxy_port}")
+        cls.url = cls.moto.store_url(endpoint=f"http://127.0.0.1:{cls.proxy_port}")
 
     @classmethod
     def tearDownClass(cls):

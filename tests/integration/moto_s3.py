@@ -74,7 +74,7 @@ class MotoS3:
             self.secret = key["SecretAccessKey"]
         self.aws("s3api", "create-bucket", "--bucket", bucket)
 
-    def url(self, prefix="", endpoint=None):
+    def store_url(self, prefix="", endpoint=None):
         """A gpuhost store URL for the bucket (through `endpoint`, e.g. a proxy, when given)."""
         return "s3://%s/%s?endpoint=%s&region=us-east-1" % (self.bucket, prefix, endpoint or self.endpoint)
 

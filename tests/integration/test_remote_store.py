@@ -8,19 +8,23 @@ native_trainer.cc) runs on Linux and, for the Windows build, as an .exe under Wi
 gpuhost.exe; the PyTorch trainer runs under Debian's python3-torch on Linux. Tamper tests change
 the stored objects or manifest with the aws CLI and expect gpuhost to refuse with a clear message.
 No timing assertions."""
+import datetime
 import hashlib
 import json
 import os
+import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
 import unittest
+import urllib.request
 
 from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP, WINE, host_path
+from moto_s3 import MotoS3, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+METADATA_SERVER = os.path.join(HERE, "..", "fake_metadata", "server.py")
 NATIVE_TRAINER = os.environ.get("GPUHOST_NATIVE_TRAINER", "")
 TORCH_TRAINER = os.path.join(HERE, "trainers", "torch_trainer.py")
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -31,18 +35,17 @@ KEY_HEX = "5f0c3a9e1b7d2468ace013579bdf2468ace013579bdf02468ace13579bdf0246"
 OTHER_KEY_HEX = "a" * 63 + "b"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def read_journal(path):
     records = []
     with open(path, "rb") as f:
         for line in f.read().split(b"\n")[:-1]:
             records.append(json.loads(line.split(b" ", 2)[2]))
     return records
+
+
+def parse_time(text):
+    """A journal time (RFC 3339 UTC with milliseconds) as epoch seconds."""
+    return datetime.datetime.strptime(text.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
 
 
 def torch_available():
@@ -54,53 +57,13 @@ def gpuhost_cmd(args):
     return ([WINE] if IS_WINDOWS_BUILD else []) + [BIN] + list(args)
 
 
-class Moto:
-    """A moto_server on a free port and an aws CLI bound to it."""
+class Moto(MotoS3):
+    """moto_server without signature checking (it cannot check signed listings of prefixes that
+    contain '/', which the mirror uses) and the store URL of its bucket."""
 
     def __init__(self, directory):
-        self.port = free_port()
-        self.endpoint = "http://127.0.0.1:%d" % self.port
-        self.log = open(os.path.join(directory, "moto.log"), "w")
-        self.proc = subprocess.Popen(["moto_server", "-p", str(self.port)], stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    raise RuntimeError("moto_server did not start; see " + self.log.name)
-                time.sleep(0.2)
-        self.env = dict(os.environ, AWS_DEFAULT_REGION="us-east-1", AWS_EC2_METADATA_DISABLED="true",
-                        AWS_ACCESS_KEY_ID="AKIAIOSFODNN7EXAMPLE", AWS_SECRET_ACCESS_KEY="moto",
-                        AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull, NO_COLOR="1")
-        for var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_REGION", "GPUHOST_ENCRYPTION_KEY",
-                    "GPUHOST_ENCRYPTION_KEY_FILE", "GPUHOST_MIRROR_PART_MIB"):
-            self.env.pop(var, None)
-        self.aws("s3api", "create-bucket", "--bucket", BUCKET)
-        self.url = "s3://%s/?endpoint=%s&region=us-east-1" % (BUCKET, self.endpoint)
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
-        self.log.close()
-
-    def aws(self, *args, binary=False, check=True, data=None):
-        proc = subprocess.run(["aws", "--endpoint-url", self.endpoint] + list(args), env=self.env,
-                              input=data if data is not None else b"", capture_output=True, timeout=300)
-        if check and proc.returncode != 0:
-            raise AssertionError("aws " + " ".join(args) + " failed: " + proc.stderr.decode(errors="replace"))
-        return proc.stdout if binary else proc.stdout.decode()
-
-    def get(self, key):
-        return self.aws("s3", "cp", "s3://%s/%s" % (BUCKET, key), "-", binary=True)
-
-    def put(self, key, data):
-        self.aws("s3", "cp", "-", "s3://%s/%s" % (BUCKET, key), data=data)
-
-    def keys(self, prefix):
-        out = self.aws("s3api", "list-objects-v2", "--bucket", BUCKET, "--prefix", prefix)
-        return sorted(o["Key"] for o in json.loads(out or "{}").get("Contents", []))
+        super().__init__(directory, BUCKET)
+        self.url = self.store_url()
 
     def manifests(self, job):
         return [k for k in self.keys(job + "/") if k.endswith("/manifest.json")]
@@ -121,15 +84,17 @@ class Host:
         self.resume_log = os.path.join(self.dir, "resume.log")
         self.final = os.path.join(self.dir, "final.state")
         self.journal_path = os.path.join(self.jobs, job, "journal.jsonl")
+        self.spec_path = os.path.join(self.jobs, job, "job.json")
+        self.url = moto.url
         self.env = dict(moto.env)
         if key_hex:
             self.key_file = os.path.join(self.dir, "key.hex")
             with open(self.key_file, "w") as f:
                 f.write(key_hex + "\n")
 
-    def native(self, steps, every):
+    def native(self, steps, every, size=SIZE):
         return [host_path(NATIVE_TRAINER), "--steps", str(steps), "--every", str(every), "--step-time-ms", "30",
-                "--size", str(SIZE), "--out", host_path(self.ck), "--resume-log", host_path(self.resume_log),
+                "--size", str(size), "--out", host_path(self.ck), "--resume-log", host_path(self.resume_log),
                 "--final-state", host_path(self.final), "--resume", "{resume}"]
 
     def torch(self, steps, every, state_mb=0):
@@ -137,10 +102,41 @@ class Host:
                 "--state-mb", str(state_mb), "--out", self.ck, "--resume-log", self.resume_log,
                 "--final-state", self.final, "--resume", "{resume}"]
 
+    def argv(self, flags, trainer):
+        fast = FAST[2:] if "--cloud" in flags else FAST  # a test that watches a cloud names it
+        return gpuhost_cmd(["run", "--name", self.job, "--jobs-dir", host_path(self.jobs), "--checkpoints",
+                            host_path(self.ck), "--remote", self.url] + fast + list(flags) + ["--"] + trainer)
+
     def run(self, flags, trainer, timeout=300, env=None):
-        argv = gpuhost_cmd(["run", "--name", self.job, "--jobs-dir", host_path(self.jobs), "--checkpoints",
-                            host_path(self.ck), "--remote", self.moto.url] + FAST + list(flags) + ["--"] + trainer)
-        return subprocess.run(argv, env=dict(self.env, **(env or {})), capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(self.argv(flags, trainer), env=dict(self.env, **(env or {})), capture_output=True,
+                              text=True, timeout=timeout)
+
+    def start(self, flags, trainer, env=None):
+        self.stderr_path = os.path.join(self.dir, "gpuhost-stderr.txt")
+        with open(self.stderr_path, "w") as err:
+            proc = subprocess.Popen(self.argv(flags, trainer), env=dict(self.env, **(env or {})),
+                                    stdout=subprocess.DEVNULL, stderr=err)
+        self.test.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
+        return proc
+
+    def stderr(self):
+        with open(self.stderr_path, errors="replace") as f:
+            return f.read()
+
+    def wait_for_type(self, kind, proc, timeout=120):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if os.path.exists(self.journal_path) and self.records(kind):
+                return self.records(kind)
+            if proc.poll() is not None:
+                raise AssertionError("gpuhost exited %d before %s: %s%s" % (proc.returncode, kind, self.stderr(),
+                                                                         self.summary()))
+            time.sleep(0.05)
+        raise AssertionError("no %s record within %d s: %s" % (kind, timeout, self.summary()))
+
+    def spec(self):
+        with open(self.spec_path) as f:
+            return json.load(f)
 
     def ckpt(self, *args, env=None):
         argv = gpuhost_cmd(["ckpt"] + list(args) + ["--remote", self.moto.url, "--job", self.job])
@@ -185,10 +181,10 @@ def reference(kind, steps, runner):
     return _references[(kind, steps)]
 
 
-def native_reference(steps):
-    return reference("native", steps, lambda d, final: subprocess.run(
+def native_reference(steps, size=SIZE):
+    return reference("native-%d" % size, steps, lambda d, final: subprocess.run(
         ([WINE] if IS_WINDOWS_BUILD else []) +
-        [NATIVE_TRAINER, "--steps", str(steps), "--every", "0", "--size", str(SIZE), "--out",
+        [NATIVE_TRAINER, "--steps", str(steps), "--every", "0", "--size", str(size), "--out",
          host_path(os.path.join(d, "ck")), "--final-state", host_path(final)], capture_output=True, text=True,
         timeout=300))
 
@@ -298,6 +294,58 @@ class NativeTrainerAcrossHosts(RemoteStoreCase):
         with open(os.path.join(b.ck, os.path.basename(restored.replace("\\", "/"))), "rb") as f:
             plain = f.read()
         self.assertNotIn(plain[-64:], stored)
+
+    @unittest.skipIf(IS_WINDOWS_BUILD, "SM4 needs OpenSSL: the Linux build")
+    def test_sm4_preempt_and_resume_bit_identical_objects_are_ciphertext_and_job_json_has_no_key(self):
+        steps = 150
+        a, b = self.preempt_then_resume_elsewhere("native-sm4", lambda h: h.native(steps, 0),
+                                                  lambda h: h.native(steps, 0), steps, ["--encrypt", "sm4"])
+        self.assertEqual(b.final_state(), native_reference(steps))
+        manifest = json.loads(self.moto.get(a.records("mirror_durable")[-1]["manifest"]))
+        # Debian's OpenSSL 3.0 has no SM4-GCM: SM4-CTR with HMAC-SM3 (doc/encryption.md).
+        self.assertIn(manifest["encryption"]["suite"], ("sm4-gcm", "sm4-ctr-hmac-sm3"))
+        self.assertTrue(manifest["mac"].startswith("hmac-sm3:"), manifest["mac"])
+        stored = self.moto.get("native-sm4/%s/files/%s" % (manifest["remote_id"], manifest["files"][0]["path"]))
+        restored = b.records("checkpoint_restored")[0]
+        self.assertTrue(restored["encrypted"])
+        with open(os.path.join(b.ck, os.path.basename(restored["path"].replace("\\", "/"))), "rb") as f:
+            plain = f.read()
+        self.assertNotIn(plain[-64:], stored)
+        self.assertNotIn(plain[:64], stored)
+        # job.json says where the checkpoints went and how, never with what key.
+        for h in (a, b):
+            spec = h.spec()
+            self.assertEqual(spec["remote"]["url"], self.moto.url)
+            self.assertEqual(spec["remote"]["encrypt"], "sm4")
+            with open(h.spec_path) as f:
+                self.assertNotIn(KEY_HEX, f.read())
+
+    @unittest.skipUnless(IS_WINDOWS_BUILD, "the Windows build has no SM4")
+    def test_sm4_refused_as_unsupported_before_training_on_windows(self):
+        h = Host(self, self.moto, "sm4-windows", "sm4-windows", key_hex=KEY_HEX)
+        proc = h.run(["--encrypt", "sm4", "--encryption-key-file", host_path(h.key_file)], h.native(20, 10))
+        self.assert_exit(proc, 2, h)
+        self.assertIn("unsupported on this build", proc.stderr)
+        self.assertIn("SM4", proc.stderr)
+        self.assertIn("AES-256-GCM", proc.stderr)  # what to use instead
+        self.assertFalse(os.path.exists(h.journal_path), h.summary())  # refused before the job began
+        self.assertFalse(os.path.exists(h.ck))  # the trainer never ran
+        self.assertEqual(self.moto.keys("sm4-windows/"), [])
+
+    def test_job_json_records_the_remote_without_secrets(self):
+        h = Host(self, self.moto, "secret-url", "secret-url")
+        # A presigned-style parameter gpuhost does not accept: the run gives up, and neither
+        # job.json nor the journal keeps the value.
+        h.url = self.moto.url + "&X-Amz-Security-Token=TOPSECRETTOKEN"
+        proc = h.run([], h.native(20, 10))
+        self.assert_exit(proc, 4, h)
+        self.assertNotIn("TOPSECRETTOKEN", proc.stderr + proc.stdout)
+        spec = h.spec()
+        self.assertEqual(spec["remote"]["url"], self.moto.url + "&X-Amz-Security-Token=REDACTED")
+        self.assertEqual(spec["remote"]["encrypt"], "")
+        with open(h.spec_path) as f, open(h.journal_path) as j:
+            self.assertNotIn("TOPSECRETTOKEN", f.read() + j.read())
+        self.assertIn("X-Amz-Security-Token", h.records("gave_up")[0]["reason"])
 
     def test_checkpoint_uploaded_with_aws_cli_and_handwritten_manifest_restores(self):
         src = Host(self, self.moto, "handmade-src", "handmade")
@@ -509,6 +557,145 @@ class PyTorchAcrossHosts(RemoteStoreCase):
 
     def test_torch_encrypted_preempted_on_a_resumes_on_b_bit_identical(self):
         self.run_torch("torch-enc", ["--encrypt", "aes-256-gcm"])
+
+
+class MetadataServer:
+    """tests/fake_metadata/server.py for one test, as test_run_cli.py drives it."""
+
+    def __init__(self, test, cloud):
+        self.proc = subprocess.Popen([sys.executable, METADATA_SERVER, "--cloud", cloud], stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        test.addCleanup(self.stop)
+        self.url = "http://127.0.0.1:%d" % json.loads(self.proc.stdout.readline())["port"]
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+        self.proc.stdout.close()
+
+    def control(self, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.url + "/_control/" + path, data=data, method="POST" if data else "GET")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read() or b"null")
+
+    def acknowledgements(self):
+        return [e for e in self.control("log") if e.get("acknowledged")]
+
+
+@unittest.skipIf(IS_WINDOWS_BUILD, "Linux build (the fake metadata service and signals as in test_run_cli)")
+@unittest.skipUnless(NATIVE_TRAINER, "GPUHOST_NATIVE_TRAINER not set")
+class AzureAcknowledgement(RemoteStoreCase):
+    """With a mirror, Azure's StartRequests (which lets the platform evict at once) is sent only
+    once the saved checkpoint's manifest is stored, or when the notice's deadline has come."""
+
+    def preempt(self, host, lead_s, env=None):
+        server = MetadataServer(self, "azure")
+        # At the acknowledgement the fake lists the job's keys in moto (an unsigned GET moto allows).
+        server.control("probe", {"url": "%s/%s?list-type=2&prefix=%s/" % (self.moto.endpoint, BUCKET, host.job)})
+        # 12 MB of weights in 5 MiB parts: the upload is a multipart one that takes a while.
+        proc = host.start(["--cloud", "azure", "--metadata-endpoint", server.url, "--poll-interval", "0.2"],
+                          host.native(100000, 0, size=1_500_000), env=dict(env or {}, GPUHOST_MIRROR_PART_MIB="5"))
+        host.wait_for_type("child_started", proc)
+        server.control("notice", {"in_seconds": lead_s})
+        proc.wait(timeout=lead_s + 120)
+        self.assertEqual(proc.returncode, 75, host.stderr() + host.summary())
+        acks = server.acknowledgements()
+        self.assertEqual(len(acks), 1, server.control("log"))
+        journal = host.journal()
+        first = lambda kind: next(r for r in journal if r["type"] == kind)
+        notice = first("notice")
+        self.assertEqual((notice["source"], notice["kind"]), ("azure", "preemption"))
+        self.assertEqual(json.loads(acks[0]["body"]), {"StartRequests": [{"EventId": notice["event_id"]}]})
+        acknowledged = first("notice_acknowledged")
+        deadline = first("mirror_deadline")
+        self.assertLess(deadline["seq"], acknowledged["seq"], host.summary())
+        saved = first("save_completed")
+        self.assertEqual(deadline["id"], saved["id"])
+        return acks[0], journal, notice, saved, deadline
+
+    def test_acknowledged_only_after_the_manifest_is_stored(self):
+        h = Host(self, self.moto, "azure-ack", "azure-ack")
+        ack, journal, notice, saved, deadline = self.preempt(h, 60)
+        self.assertTrue(deadline["durable"], h.summary())
+        durable = [r for r in journal if r["type"] == "mirror_durable" and r["id"] == saved["id"]]
+        self.assertEqual(len(durable), 1, h.summary())
+        self.assertLess(durable[0]["seq"], deadline["seq"])
+        # The acknowledgement arrived after the durable record was written (same clock; the
+        # journal's time is cut to milliseconds)...
+        self.assertGreaterEqual(ack["time"], parse_time(durable[0]["time"]), (ack, durable[0]))
+        # ...and the manifest was in the store at that moment, as the fake's listing then shows
+        # and the aws CLI confirms now.
+        self.assertEqual(ack["probe"]["status"], 200, ack["probe"])
+        self.assertIn("<Key>%s</Key>" % durable[0]["manifest"], ack["probe"]["body"])
+        self.assertIn(durable[0]["manifest"], self.moto.manifests(h.job))
+        manifest = json.loads(self.moto.get(durable[0]["manifest"]))
+        self.assertEqual(manifest["checkpoint_id"], saved["id"])
+        self.assertGreaterEqual(len(h.records("mirror_part_uploaded")), 2, h.summary())
+
+    def test_unreachable_remote_acknowledged_at_the_deadline_not_durable(self):
+        h = Host(self, self.moto, "azure-unreachable", "azure-unreachable")
+        h.url = "s3://%s/?endpoint=http://127.0.0.1:%d&region=us-east-1" % (BUCKET, free_port())  # nothing listens
+        ack, journal, notice, saved, deadline = self.preempt(h, 20)
+        self.assertFalse(deadline["durable"], h.summary())
+        self.assertEqual(h.records("mirror_durable"), [], h.summary())
+        self.assertTrue(h.records("mirror_failed"), h.summary())
+        # The supervisor held the acknowledgement until one second before the deadline it read
+        # from the notice (NotBefore), the most the upload could be given.
+        self.assertGreaterEqual(ack["time"], parse_time(notice["deadline"]) - 1.0, (ack["time"], notice))
+        self.assertEqual(ack["probe"]["status"], 200, ack["probe"])
+        self.assertNotIn("manifest.json", ack["probe"]["body"])
+
+
+@unittest.skipIf(IS_WINDOWS_BUILD, "mounting a tmpfs: Linux")
+@unittest.skipUnless(NATIVE_TRAINER, "GPUHOST_NATIVE_TRAINER not set")
+class RestoreOntoFullDisk(RemoteStoreCase):
+    """Host B's checkpoint folder (a 2 MiB tmpfs) holds an older checkpoint of the job; the newer
+    ones host A uploaded do not fit beside it. B says so with the numbers, leaves nothing behind,
+    keeps its checkpoint byte for byte and trains on from it."""
+
+    SIZE = 150_000  # doubles: 1.2 MB a checkpoint, one fits in 2 MiB and two do not
+
+    def setUp(self):
+        self.b = Host(self, self.moto, "full-b", "full-disk")
+        os.makedirs(self.b.ck)
+        if os.geteuid() != 0:
+            self.skipTest("mounting a tmpfs needs root")
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", self.b.ck],
+                                 capture_output=True, text=True)
+        if mounted.returncode != 0:
+            self.skipTest("cannot mount a 2 MiB tmpfs: " + mounted.stderr.strip())
+        self.addCleanup(subprocess.run, ["umount", "-l", self.b.ck], capture_output=True)
+
+    def test_newer_remote_checkpoint_that_does_not_fit_is_refused_and_the_local_one_resumed(self):
+        a, b = Host(self, self.moto, "full-a", "full-disk"), self.b
+        # B trained to step 20 earlier; A then went on to step 60, uploading steps 30 and 60. The
+        # native trainer's names carry no step, so "newer" is by time (doc/remote-store.md).
+        subprocess.run([NATIVE_TRAINER, "--steps", "20", "--every", "20", "--size", str(self.SIZE), "--out", b.ck],
+                       check=True, capture_output=True, timeout=300)
+        [local] = os.listdir(b.ck)
+        with open(os.path.join(b.ck, local), "rb") as f:
+            before = f.read()
+        self.assert_exit(a.run([], a.native(60, 30, size=self.SIZE)), 0, a)
+        self.assertEqual(len(self.moto.manifests("full-disk")), 2)
+
+        proc = b.run([], b.native(60, 0, size=self.SIZE))
+        self.assert_exit(proc, 0, b)
+        self.assertEqual(b.records("checkpoint_restored"), [], b.summary())
+        failures = [r["error"] for r in b.records("mirror_failed")]
+        self.assertEqual(len(failures), 2, b.summary())  # step 60, then step 30: neither fits
+        for error in failures:
+            found = re.search(r"not enough free space on .*: it needs (\d+) bytes, (\d+) are free", error)
+            self.assertTrue(found, error)
+            needed, free = int(found.group(1)), int(found.group(2))
+            self.assertGreaterEqual(needed, self.SIZE * 8)
+            self.assertLess(free, needed)
+        # Nothing partial: only the local checkpoint is there, unchanged; training went on from it.
+        self.assertEqual(os.listdir(b.ck), [local])
+        with open(os.path.join(b.ck, local), "rb") as f:
+            self.assertEqual(f.read(), before)
+        self.assertEqual(b.resume_lines(), [["OK", os.path.join(b.ck, local), "20"]])
+        self.assertEqual(b.final_state(), native_reference(60, self.SIZE))
 
 
 if __name__ == "__main__":

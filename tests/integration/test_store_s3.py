@@ -35,8 +35,8 @@ class StoreAgainstMoto(unittest.TestCase):
         cls.endpoint = cls.moto.endpoint
         cls.base_env = cls.moto.env
         cls.secret = cls.moto.secret
-        cls.url = cls.moto.url("it/")
-        cls.root_url = cls.moto.url()
+        cls.url = cls.moto.store_url("it/")
+        cls.root_url = cls.moto.store_url()
 
     @classmethod
     def tearDownClass(cls):
