@@ -46,6 +46,24 @@ class Sha256 {
 // is `unavailable` when the library refuses MD5 (an OpenSSL in FIPS mode).
 using Md5Digest = std::array<std::uint8_t, 16>;
 [[nodiscard]] Result<Md5Digest> md5(std::span<const std::uint8_t> data);
+// Streaming MD5, for the same ETag purpose only. Move-only; not thread-safe.
+class Md5 {
+ public:
+  [[nodiscard]] static Result<Md5> create();  // unavailable as md5() is
+  Md5(Md5&& other) noexcept;
+  Md5& operator=(Md5&& other) noexcept;
+  Md5(const Md5&) = delete;
+  Md5& operator=(const Md5&) = delete;
+  ~Md5();
+
+  void update(const void* data, std::size_t bytes);
+  // The digest of everything so far; the object must not be updated afterwards.
+  [[nodiscard]] Md5Digest finish();
+
+ private:
+  explicit Md5(void* state) : m_state(state) {}
+  void* m_state = nullptr;
+};
 [[nodiscard]] std::string to_hex(std::span<const std::uint8_t> bytes);  // lowercase
 
 using ByteView = std::span<const std::uint8_t>;

@@ -152,6 +152,36 @@ Result<Md5Digest> md5(std::span<const std::uint8_t> data) {
   return out;
 }
 
+Result<Md5> Md5::create() {
+  if (!algorithms().md5)
+    return make_error(ErrorCode::unavailable, "MD5: " + crypto_library() + " does not provide it (FIPS mode?)");
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  if (!ctx || EVP_DigestInit_ex2(ctx, algorithms().md5, nullptr) != 1) {
+    EVP_MD_CTX_free(ctx);
+    return std::unexpected(openssl_error("MD5"));
+  }
+  return Md5(ctx);
+}
+Md5::Md5(Md5&& other) noexcept : m_state(std::exchange(other.m_state, nullptr)) {}
+Md5& Md5::operator=(Md5&& other) noexcept {
+  if (this != &other) {
+    EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(m_state));
+    m_state = std::exchange(other.m_state, nullptr);
+  }
+  return *this;
+}
+Md5::~Md5() {
+  EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(m_state));
+}
+void Md5::update(const void* data, std::size_t bytes) {
+  EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(m_state), data, bytes);
+}
+Md5Digest Md5::finish() {
+  Md5Digest out{};
+  EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(m_state), out.data(), nullptr);
+  return out;
+}
+
 Result<void> random_bytes(std::span<std::uint8_t> out) {
   for (std::size_t done = 0; done < out.size();) {
     std::size_t n = std::min<std::size_t>(out.size() - done, INT_MAX);

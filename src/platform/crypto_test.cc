@@ -1,5 +1,6 @@
 #include "platform/crypto.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,14 @@ TEST(Md5, MatchesTheRfc1321TestSuite) {
             "d174ab98d277d9f5a5611c2c9f419d9f");
   EXPECT_EQ(md5_hex("12345678901234567890123456789012345678901234567890123456789012345678901234567890"),
             "57edf4a22be3c955ac49da2e2107b67a");
+}
+
+TEST(Md5, StreamingInPiecesMatchesOneShot) {
+  auto hasher = Md5::create();
+  ASSERT_TRUE(hasher) << hasher.error().message;
+  const std::string text = "12345678901234567890123456789012345678901234567890123456789012345678901234567890";
+  for (std::size_t at = 0; at < text.size(); at += 7) hasher->update(text.data() + at, std::min<std::size_t>(7, text.size() - at));
+  EXPECT_EQ(to_hex(hasher->finish()), "57edf4a22be3c955ac49da2e2107b67a");
 }
 
 // RFC 4231 §4.2, §4.3, §4.7: HMAC-SHA256 test cases 1, 2 and 6 (key longer than a block).

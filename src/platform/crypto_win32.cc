@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <new>
 #include <utility>
 
@@ -182,6 +183,33 @@ Result<Md5Digest> md5(std::span<const std::uint8_t> data) {
   Md5Digest out{};
   status = BCryptFinishHash(h.handle, out.data(), static_cast<ULONG>(out.size()), 0);
   if (!BCRYPT_SUCCESS(status)) return std::unexpected(cng_error("MD5", status));
+  return out;
+}
+
+Result<Md5> Md5::create() {
+  if (!providers().md5) return make_error(ErrorCode::unavailable, "MD5: CNG could not open its MD5 provider");
+  auto handle = std::make_unique<HashHandle>();
+  NTSTATUS status = BCryptCreateHash(providers().md5, &handle->handle, nullptr, 0, nullptr, 0, 0);
+  if (!BCRYPT_SUCCESS(status)) return std::unexpected(cng_error("MD5", status));
+  return Md5(handle.release());
+}
+Md5::Md5(Md5&& other) noexcept : m_state(std::exchange(other.m_state, nullptr)) {}
+Md5& Md5::operator=(Md5&& other) noexcept {
+  if (this != &other) {
+    delete static_cast<HashHandle*>(m_state);
+    m_state = std::exchange(other.m_state, nullptr);
+  }
+  return *this;
+}
+Md5::~Md5() {
+  delete static_cast<HashHandle*>(m_state);
+}
+void Md5::update(const void* data, std::size_t bytes) {
+  hash_data(static_cast<HashHandle*>(m_state)->handle, ByteView(static_cast<const std::uint8_t*>(data), bytes));
+}
+Md5Digest Md5::finish() {
+  Md5Digest out{};
+  BCryptFinishHash(static_cast<HashHandle*>(m_state)->handle, out.data(), static_cast<ULONG>(out.size()), 0);
   return out;
 }
 
