@@ -40,6 +40,18 @@ class TcpStream {
   void set_no_delay();
   // Closes the sending direction; the peer reads end of stream.
   void shutdown_send();
+  // Makes a send fail with ErrorCode::timeout once it has waited `timeout` without the peer
+  // taking any bytes (the peer stopped reading and the buffers are full), instead of waiting
+  // for ever; zero waits for ever again. Bytes sent before the timeout stay sent, so close the
+  // stream after one. Errors: the system's, when the option cannot be set.
+  [[nodiscard]] Result<void> set_send_timeout(std::chrono::milliseconds timeout);
+  // Shuts down both directions and cancels the I/O pending on the stream, so that a send or
+  // receive blocked in another thread returns (an error, or end of stream). On Windows a send
+  // that thread is only just starting may miss the cancellation and block: call this again until
+  // the thread has let go of the stream. Unlike the other members it may be called from any
+  // thread while another uses the stream (the stream must outlive both): it is how a server
+  // stops a thread stuck on a client.
+  void interrupt();
 
  private:
   friend class TcpListener;

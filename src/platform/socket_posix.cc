@@ -4,8 +4,10 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -41,6 +43,11 @@ int connect_with_timeout(int fd, const sockaddr* address, socklen_t length, std:
   }
   ::fcntl(fd, F_SETFL, flags);
   return 0;
+}
+
+std::unexpected<Error> send_timed_out() {
+  return make_error(ErrorCode::timeout,
+                    "sending: timed out: the peer took no data within the send timeout (it stopped reading)");
 }
 
 }  // namespace
@@ -90,6 +97,9 @@ Result<std::size_t> TcpStream::send_some(const void* data, std::size_t bytes) {
   for (;;) {
     ssize_t n = ::send(static_cast<int>(m_handle), data, bytes, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
+    // socket(7), SO_SNDTIMEO: "if no data has been transferred and the timeout has been reached,
+    // then -1 is returned with errno set to EAGAIN or EWOULDBLOCK".
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return send_timed_out();
     if (n < 0) return std::unexpected(socket_error("sending", errno));
     return static_cast<std::size_t>(n);
   }
@@ -118,6 +128,20 @@ void TcpStream::set_no_delay() {
 }
 
 void TcpStream::shutdown_send() { ::shutdown(static_cast<int>(m_handle), SHUT_WR); }
+
+Result<void> TcpStream::set_send_timeout(std::chrono::milliseconds timeout) {
+  const auto ms = std::max<std::chrono::milliseconds::rep>(timeout.count(), 0);
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(ms / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((ms % 1000) * 1000);
+  if (::setsockopt(static_cast<int>(m_handle), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0)
+    return std::unexpected(posix_error("setting the socket's send timeout", errno));
+  return {};
+}
+
+// shutdown() wakes a send or recv blocked on the socket in another thread (EPIPE, end of stream);
+// close() would not, and would let the number be reused under that thread.
+void TcpStream::interrupt() { ::shutdown(static_cast<int>(m_handle), SHUT_RDWR); }
 
 Result<TcpListener> TcpListener::listen(const std::string& host, std::uint16_t port) {
   addrinfo hints{};

@@ -2,6 +2,7 @@
 #include <ws2tcpip.h>
 #include <windows.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "platform/socket.h"
@@ -27,6 +28,11 @@ Error socket_error(const std::string& context, int code) {
   if (code == WSAECONNREFUSED || code == WSAETIMEDOUT || code == WSAEHOSTUNREACH || code == WSAENETUNREACH)
     e.code = ErrorCode::unavailable;
   return e;
+}
+
+std::unexpected<Error> send_timed_out() {
+  return make_error(ErrorCode::timeout,
+                    "sending: timed out: the peer took no data within the send timeout (it stopped reading)");
 }
 
 int connect_with_timeout(SOCKET s, const sockaddr* address, int length, std::chrono::milliseconds timeout) {
@@ -102,7 +108,13 @@ TcpStream::~TcpStream() {
 Result<std::size_t> TcpStream::send_some(const void* data, std::size_t bytes) {
   int chunk = bytes > (1u << 30) ? (1 << 30) : static_cast<int>(bytes);
   int n = ::send(sock(m_handle), static_cast<const char*>(data), chunk, 0);
-  if (n == SOCKET_ERROR) return std::unexpected(socket_error("sending", WSAGetLastError()));
+  if (n == SOCKET_ERROR) {
+    const int error = WSAGetLastError();
+    // An expired SO_SNDTIMEO fails the send with WSAETIMEDOUT (learn.microsoft.com, "SOL_SOCKET
+    // socket options"); a dropped connection says WSAECONNRESET / WSAECONNABORTED instead.
+    if (error == WSAETIMEDOUT) return send_timed_out();
+    return std::unexpected(socket_error("sending", error));
+  }
   return static_cast<std::size_t>(n);
 }
 
@@ -129,6 +141,23 @@ void TcpStream::set_no_delay() {
 }
 
 void TcpStream::shutdown_send() { ::shutdown(sock(m_handle), SD_SEND); }
+
+Result<void> TcpStream::set_send_timeout(std::chrono::milliseconds timeout) {
+  // SO_SNDTIMEO takes a DWORD of milliseconds here, not POSIX's timeval; 0 waits for ever.
+  const auto ms = std::clamp<std::chrono::milliseconds::rep>(timeout.count(), 0, 0x7fffffff);
+  const DWORD value = static_cast<DWORD>(ms);
+  if (setsockopt(sock(m_handle), SOL_SOCKET, SO_SNDTIMEO, reinterpret_cast<const char*>(&value),
+                 sizeof value) != 0)
+    return std::unexpected(socket_error("setting the socket's send timeout", WSAGetLastError()));
+  return {};
+}
+
+void TcpStream::interrupt() {
+  ::shutdown(sock(m_handle), SD_BOTH);
+  // A graceful shutdown waits for a pending send rather than failing it; cancelling the socket's
+  // I/O, whichever thread issued it, ends a blocking send or recv there (WSA_OPERATION_ABORTED).
+  CancelIoEx(reinterpret_cast<HANDLE>(sock(m_handle)), nullptr);
+}
 
 Result<TcpListener> TcpListener::listen(const std::string& host, std::uint16_t port) {
   ensure_winsock();

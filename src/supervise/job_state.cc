@@ -313,8 +313,12 @@ const char* job_phase_name(JobPhase phase) {
 
 JobState fold_journal(const std::vector<JournalRecord>& records) {
   JobState state;
-  for (const JournalRecord& record : records) fold_record(state, record);
+  fold_more(state, records);
   return state;
+}
+
+void fold_more(JobState& state, std::span<const JournalRecord> records) {
+  for (const JournalRecord& record : records) fold_record(state, record);
 }
 
 std::vector<const CommittedCheckpoint*> resume_candidates(const JobState& state) {

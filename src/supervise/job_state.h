@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,9 @@ struct JobState {
 [[nodiscard]] std::string summarize_record(const JournalRecord& record);
 
 [[nodiscard]] JobState fold_journal(const std::vector<JournalRecord>& records);
+// Folds records that follow the ones `state` was folded from: fold_journal(a + b) equals
+// fold_journal(a) then fold_more(state, b). For readers that follow a journal as it grows.
+void fold_more(JobState& state, std::span<const JournalRecord> records);
 
 // Committed, not bad, not retired, newest commit first: the order resume tries them in.
 [[nodiscard]] std::vector<const CommittedCheckpoint*> resume_candidates(const JobState& state);

@@ -233,6 +233,29 @@ TEST(JobState, FoldingIsDeterministic) {
   EXPECT_EQ(ids(resume_candidates(a)), ids(resume_candidates(b)));
 }
 
+TEST(JobState, FoldingMoreRecordsEqualsFoldingThemAll) {
+  History h;
+  h.add("supervisor_started", {{"pid", 1}}).commit("/ck/a", "h1", 1).add("child_started", {{"pid", 7}});
+  h.add("checkpoint_bad", {{"id", "ck-2"}, {"reason", "truncated"}}).commit("/ck/b", "h2", 2).commit("/ck/a", "h3", 3);
+  const JobState whole = h.fold();
+  const std::span<const JournalRecord> records(h.records());
+  for (std::size_t split = 0; split <= records.size(); ++split) {
+    JobState state;
+    fold_more(state, records.first(split));
+    fold_more(state, records.subspan(split));
+    EXPECT_EQ(state.phase, whole.phase) << split;
+    EXPECT_EQ(state.last_step, whole.last_step) << split;
+    ASSERT_EQ(state.events.size(), whole.events.size()) << split;
+    for (std::size_t i = 0; i < state.events.size(); ++i) EXPECT_EQ(state.events[i].summary, whole.events[i].summary);
+    ASSERT_EQ(state.checkpoints.size(), whole.checkpoints.size()) << split;
+    for (std::size_t i = 0; i < state.checkpoints.size(); ++i) {
+      EXPECT_EQ(state.checkpoints[i].id, whole.checkpoints[i].id);
+      EXPECT_EQ(state.checkpoints[i].status, whole.checkpoints[i].status);
+    }
+    EXPECT_EQ(ids(resume_candidates(state)), ids(resume_candidates(whole))) << split;
+  }
+}
+
 }  // namespace
 }  // namespace gpuhost::supervise
 

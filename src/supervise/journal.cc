@@ -1,7 +1,10 @@
 #include "supervise/journal.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <fstream>
+#include <system_error>
 
 #include "base/checksum.h"
 #include "base/strings.h"
@@ -142,6 +145,84 @@ Result<JournalContents> read_journal(const std::filesystem::path& path) {
   auto parsed = read_parsed(path);
   if (!parsed) return std::unexpected(with_context(parsed.error(), "reading the journal"));
   return std::move(parsed->contents);
+}
+
+namespace {
+
+// The bytes of the file in [offset, offset + bytes).
+Result<std::string> read_span(std::ifstream& in, const std::string& what, std::uint64_t offset,
+                              std::uint64_t bytes) {
+  std::string out(static_cast<std::size_t>(bytes), '\0');
+  in.clear();
+  in.seekg(static_cast<std::streamoff>(offset));
+  in.read(out.data(), static_cast<std::streamsize>(bytes));
+  if (!in || static_cast<std::uint64_t>(in.gcount()) != bytes)
+    return make_error(ErrorCode::io_error, what + ": read failed");
+  return out;
+}
+
+// At most this much of the last line consumed is kept as a check: enough to tell two journals
+// apart (the line holds its seq, its time to the millisecond and a CRC).
+constexpr std::uint64_t k_max_check_bytes = 4096;
+
+}  // namespace
+
+Result<JournalIncrement> read_journal_from(const std::filesystem::path& path, const JournalPosition& from) {
+  const std::u8string name = path.u8string();
+  const std::string what = "reading the journal: reading " + std::string(name.begin(), name.end());
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec) && !ec)
+      return make_error(ErrorCode::not_found, what + ": no such file");
+    return make_error(ErrorCode::io_error, what + ": cannot open it");
+  }
+  // The size from the open file, not a second look at the path: what a writer appends after
+  // this is left for the next call.
+  in.seekg(0, std::ios::end);
+  const std::streamoff end = in.tellg();
+  if (end < 0) return make_error(ErrorCode::io_error, what + ": cannot find its size");
+  const auto size = static_cast<std::uint64_t>(end);
+  if (size > k_max_journal_bytes)
+    return make_error(ErrorCode::io_error,
+                      what + ": larger than " + std::to_string(k_max_journal_bytes) + " bytes");
+
+  JournalIncrement increment;
+  JournalPosition start = from;
+  bool same_file = size >= from.offset && from.check_bytes <= from.offset;
+  if (same_file && from.check_bytes > 0) {
+    auto check = read_span(in, what, from.offset - from.check_bytes, from.check_bytes);
+    if (!check) return std::unexpected(check.error());
+    same_file = crc32(*check) == from.check_crc;
+  }
+  if (!same_file) {
+    start = JournalPosition{};
+    increment.restarted = true;
+  }
+
+  auto text = read_span(in, what, start.offset, size - start.offset);
+  if (!text) return std::unexpected(text.error());
+  ParsedJournal parsed = parse_journal(*text);
+  const std::string_view kept =
+      std::string_view(*text).substr(0, static_cast<std::size_t>(parsed.kept_bytes));
+  for (auto& line : parsed.contents.damage.corrupt_lines) line += start.lines;
+  increment.contents = std::move(parsed.contents);
+  increment.next = start;
+  if (!kept.empty()) {
+    // kept ends with a newline; the last line starts after the one before it.
+    const std::size_t previous =
+        kept.size() >= 2 ? kept.rfind('\n', kept.size() - 2) : std::string_view::npos;
+    const std::string_view last_line = kept.substr(previous == std::string_view::npos ? 0 : previous + 1);
+    const std::string_view check =
+        last_line.substr(last_line.size() - static_cast<std::size_t>(std::min<std::uint64_t>(
+                                                last_line.size(), k_max_check_bytes)));
+    increment.next.offset = start.offset + kept.size();
+    increment.next.lines =
+        start.lines + static_cast<std::uint64_t>(std::count(kept.begin(), kept.end(), '\n'));
+    increment.next.check_bytes = check.size();
+    increment.next.check_crc = crc32(check);
+  }
+  return increment;
 }
 
 struct Journal::State {

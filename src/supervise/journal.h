@@ -39,6 +39,32 @@ struct JournalContents {
 // Reads a journal without changing it (for `gpuhost status`). not_found when absent.
 [[nodiscard]] Result<JournalContents> read_journal(const std::filesystem::path& path);
 
+// Where a reader following a journal that another process appends to stands (read_journal_from).
+struct JournalPosition {
+  std::uint64_t offset = 0;  // bytes of whole lines consumed
+  std::uint64_t lines = 0;   // lines consumed (corrupt_lines go on counting from here)
+  // CRC-32 of the last check_bytes bytes before `offset` (the end of the last line consumed): a
+  // journal replaced by another at least as long differs there.
+  std::uint64_t check_bytes = 0;
+  std::uint32_t check_crc = 0;
+};
+
+// What read_journal_from found after a position.
+struct JournalIncrement {
+  JournalContents contents;  // the records after the position; damage counts there only
+  JournalPosition next;      // where the next call starts
+  bool restarted = false;    // the journal shrank or was replaced: `contents` is all of it
+};
+
+// Reads what was appended to a journal since `from` (a position an earlier call returned; {}
+// reads from the start) without changing it, so that a reader in another process (gpuhost serve)
+// parses each record once. A torn last line is not consumed: `next` stops before it and a later
+// call reads it again, whole by then. A journal now shorter than `from.offset`, or whose bytes
+// before it differ from those read then, is read from its start with `restarted` set.
+// not_found when absent.
+[[nodiscard]] Result<JournalIncrement> read_journal_from(const std::filesystem::path& path,
+                                                         const JournalPosition& from);
+
 // The append side, owned by the one supervisor that holds the job's lock. Each append writes one
 // framed record and fsyncs before returning, so a record that append() returned for survives a
 // crash or power loss. Opening truncates a torn tail left by a crash. Move-only; not

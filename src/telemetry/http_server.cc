@@ -416,9 +416,11 @@ struct HttpServer::State {
   struct Connection {
     std::thread thread;
     std::atomic<bool> done{false};
+    platform::TcpStream* stream = nullptr;  // guarded by mutex; set while the thread uses it
   };
   std::mutex mutex;
-  std::list<Connection> connections;    // guarded by mutex; only the accept thread adds or reaps
+  // Guarded by mutex; only the accept thread adds or reaps, until stop() takes them over.
+  std::list<Connection> connections;
   std::atomic<std::size_t> streams{0};  // streamed responses running now
 
   explicit State(platform::TcpListener l) : listener(std::move(l)) {}
@@ -435,7 +437,7 @@ struct HttpServer::State {
     }
   }
 
-  void serve_connection(platform::TcpStream stream) {
+  void serve_connection(platform::TcpStream& stream) {
     std::string buffer;
     const auto deadline = std::chrono::steady_clock::now() + options.head_timeout;
     std::optional<std::size_t> head_end;
@@ -510,6 +512,8 @@ struct HttpServer::State {
       }
       if (!*accepted) continue;
       platform::TcpStream stream = std::move(**accepted);
+      // Best effort: a socket refusing the option is still served, and stop() still interrupts it.
+      (void)stream.set_send_timeout(options.send_timeout);
       std::lock_guard lock(mutex);
       if (connections.size() >= options.max_connections) {
         // Answered on the accept thread: under overload, accepting slows down (backpressure).
@@ -519,7 +523,15 @@ struct HttpServer::State {
       }
       auto& connection = connections.emplace_back();
       connection.thread = std::thread([this, &connection, s = std::move(stream)]() mutable {
-        serve_connection(std::move(s));
+        {
+          std::lock_guard published(mutex);
+          connection.stream = &s;
+        }
+        serve_connection(s);
+        {
+          std::lock_guard published(mutex);
+          connection.stream = nullptr;
+        }
         connection.done.store(true);
       });
     }
@@ -550,9 +562,29 @@ std::uint16_t HttpServer::port() const {
 void HttpServer::stop() {
   if (!m_state || m_state->stopping.exchange(true)) return;
   if (m_state->accept_thread.joinable()) m_state->accept_thread.join();
-  std::lock_guard lock(m_state->mutex);
-  for (auto& c : m_state->connections) c.thread.join();
-  m_state->connections.clear();
+  std::list<State::Connection> connections;
+  {
+    std::lock_guard lock(m_state->mutex);
+    connections.splice(connections.end(), m_state->connections);
+  }
+  // A thread sending to a client that stopped reading would otherwise wait out its send timeout.
+  // Interrupted until it withdraws its stream, as one interrupt() can miss a send just starting
+  // (Windows); a thread that has not published its stream yet sees `stopping` first.
+  for (;;) {
+    bool interrupted = false;
+    {
+      std::lock_guard lock(m_state->mutex);
+      for (auto& c : connections) {
+        if (!c.stream) continue;
+        c.stream->interrupt();
+        interrupted = true;
+      }
+    }
+    if (!interrupted) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // Joined without the mutex: a finishing thread takes it to withdraw its stream.
+  for (auto& c : connections) c.thread.join();
 }
 
 }  // namespace gpuhost::telemetry

@@ -115,6 +115,9 @@ struct HttpServerOptions {
   std::size_t max_head_bytes = 16 * 1024;  // request line + headers; more gets 431
   // The whole head must arrive within this (slowloris); later the connection is closed.
   std::chrono::milliseconds head_timeout{std::chrono::seconds(10)};
+  // A client that takes no bytes of an answer or a stream for this long (a dashboard tab that
+  // stopped reading) is dropped, so it holds no thread for longer.
+  std::chrono::milliseconds send_timeout{std::chrono::seconds(10)};
 };
 
 // Called on a connection's thread for each request that passed check_access; may run on several
@@ -122,8 +125,10 @@ struct HttpServerOptions {
 using RequestHandler = std::function<Response(const RequestHead&)>;
 
 // A small HTTP/1.1 server: one request per connection (answers carry "Connection: close"), a
-// thread per connection up to max_connections. Owns its threads; stop() or the destructor joins
-// them (within ~100 ms plus the longest handler call; a streamed body sees write()/wait() fail).
+// thread per connection up to max_connections. Owns its threads; stop() or the destructor shuts
+// their connections down and joins them (within ~100 ms plus the longest handler call: a send
+// blocked on a client that stopped reading fails at once, a streamed body sees write()/wait()
+// fail).
 class HttpServer {
  public:
   // Binds and starts accepting. Errors: the listener's (address in use, permission denied).

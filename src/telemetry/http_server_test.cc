@@ -331,5 +331,89 @@ TEST(HttpServer, CapsStreamsButStillAnswersScrapes) {
   EXPECT_EQ(ended.load(), 1);
 }
 
+// Far more than loopback holds in flight (Linux: tcp_wmem + tcp_rmem, a few MiB at most): a
+// client that stops reading leaves a send of it blocked.
+const std::string& more_than_socket_buffers() {
+  static const std::string bytes(std::size_t{64} << 20, 'x');
+  return bytes;
+}
+
+// A stream that sends more_than_socket_buffers() until write() fails, then counts itself ended.
+Response flooding_stream(std::atomic<int>& ended) {
+  Response r;
+  r.content_type = "text/event-stream";
+  r.stream = [&ended](ResponseWriter& out) {
+    while (out.write(more_than_socket_buffers())) {
+    }
+    ++ended;
+  };
+  return r;
+}
+
+// Reads the answer's head and at least one byte of its body (so the server is sending), then
+// stops reading.
+void read_head_and_a_byte(platform::TcpStream& stream) {
+  const std::string got = read_until(stream, "\r\n\r\n");
+  ASSERT_TRUE(got.starts_with("HTTP/1.1 200 OK\r\n")) << got.substr(0, 200);
+  if (got.size() == got.find("\r\n\r\n") + 4) {
+    char byte = 0;
+    auto n = stream.receive_some(&byte, 1);
+    ASSERT_TRUE(n && *n == 1);
+  }
+}
+
+TEST(HttpServer, StopReturnsWhileAStreamsClientHasStoppedReading) {
+  std::atomic<int> ended{0};
+  HttpServerOptions options;
+  options.send_timeout = std::chrono::hours(1);  // only stop() can end the blocked send
+  auto server = HttpServer::start(options, [&](const RequestHead& r) {
+    if (r.path() == "/api/stream") return flooding_stream(ended);
+    return Response{200, "text/plain", "metrics", {}, {}};
+  });
+  ASSERT_TRUE(server);
+  auto stalled = open_stream((*server)->port(), "/api/stream");
+  read_head_and_a_byte(stalled);
+  // Others are served meanwhile.
+  net::HttpRequest request;
+  request.url = "http://127.0.0.1:" + std::to_string((*server)->port()) + "/metrics";
+  request.timeout = std::chrono::seconds(20);
+  auto response = net::http_request(request);
+  ASSERT_TRUE(response) << response.error().message;
+  EXPECT_EQ(response->body, "metrics");
+  EXPECT_EQ(ended.load(), 0);  // the stream's send cannot have finished: still blocked
+  // Hangs until the test's timeout if stop() waits for the stalled client.
+  (*server)->stop();
+  EXPECT_EQ(ended.load(), 1);
+}
+
+TEST(HttpServer, StopReturnsWhileAClientStallsOnALargeAnswer) {
+  std::atomic<int> answered{0};
+  HttpServerOptions options;
+  options.send_timeout = std::chrono::hours(1);
+  auto server = HttpServer::start(options, [&](const RequestHead&) {
+    ++answered;
+    return Response{200, "application/octet-stream", more_than_socket_buffers(), {}, {}};
+  });
+  ASSERT_TRUE(server);
+  auto stalled = open_stream((*server)->port(), "/big");
+  read_head_and_a_byte(stalled);
+  EXPECT_EQ(answered.load(), 1);
+  (*server)->stop();
+}
+
+TEST(HttpServer, DropsAStreamWhoseClientTakesNothingForTheSendTimeout) {
+  std::atomic<int> ended{0};
+  HttpServerOptions options;
+  options.send_timeout = std::chrono::milliseconds(200);
+  auto server = HttpServer::start(options, [&](const RequestHead&) { return flooding_stream(ended); });
+  ASSERT_TRUE(server);
+  auto stalled = open_stream((*server)->port(), "/api/stream");
+  read_head_and_a_byte(stalled);
+  // Without stop(): the send timeout alone ends the stream (the client never reads again).
+  for (int i = 0; i < 1200 && ended.load() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(ended.load(), 1);
+}
+
 }  // namespace
 }  // namespace gpuhost::telemetry

@@ -10,11 +10,12 @@
 namespace gpuhost::telemetry {
 namespace {
 
-std::shared_ptr<const JobJournalView> fold(const supervise::JournalContents& contents) {
+std::shared_ptr<const JobJournalView> make_view(const supervise::JobState& state, std::uint64_t records,
+                                                std::uint64_t corrupt_records) {
   auto view = std::make_shared<JobJournalView>();
-  view->state = supervise::fold_journal(contents.records);
-  view->records = contents.records.size();
-  view->corrupt_records = contents.damage.corrupt_lines.size();
+  view->state = state;
+  view->records = records;
+  view->corrupt_records = corrupt_records;
   for (const auto& event : view->state.events) view->event_times.push_back(journal_epoch_seconds(event.time));
   for (const auto& checkpoint : view->state.checkpoints)
     view->checkpoint_times.push_back(journal_epoch_seconds(checkpoint.committed_at));
@@ -38,6 +39,15 @@ std::shared_ptr<metrics::MetricHistory> open_history(const std::filesystem::path
 }
 
 }  // namespace
+
+// Where the reader of one journal stands, and the state folded from everything before it: new
+// records are parsed and folded once.
+struct JobCatalog::JournalFollower {
+  supervise::JournalPosition position;
+  supervise::JobState state;
+  std::uint64_t records = 0;
+  std::uint64_t corrupt_records = 0;
+};
 
 double journal_epoch_seconds(std::string_view journal_time) {
   auto parsed = supervise::parse_journal_time(journal_time);
@@ -63,12 +73,27 @@ JobCatalog::Entry JobCatalog::load(const std::string& name, const Entry* previou
     entry.journal_mtime = mtime;
     if (!journal_size) {
       entry.job.journal = std::make_shared<JobJournalView>();  // a job.json without a journal yet
-    } else if (auto contents = supervise::read_journal(paths.journal())) {
-      entry.job.journal = fold(*contents);
+      entry.follower.reset();
     } else {
-      auto view = std::make_shared<JobJournalView>();
-      view->read_error = contents.error().message;
-      entry.job.journal = std::move(view);
+      if (!entry.follower) entry.follower = std::make_shared<JournalFollower>();
+      JournalFollower& follower = *entry.follower;
+      if (auto increment = supervise::read_journal_from(paths.journal(), follower.position)) {
+        if (increment->restarted) follower = JournalFollower{};
+        const bool grew =
+            !increment->contents.records.empty() || !increment->contents.damage.corrupt_lines.empty();
+        supervise::fold_more(follower.state, increment->contents.records);
+        follower.records += increment->contents.records.size();
+        follower.corrupt_records += increment->contents.damage.corrupt_lines.size();
+        follower.position = increment->next;
+        // Only a torn record came (or the time changed): the view as it was stays right.
+        if (grew || increment->restarted || !entry.job.journal || !entry.job.journal->read_error.empty())
+          entry.job.journal = make_view(follower.state, follower.records, follower.corrupt_records);
+      } else {
+        auto view = std::make_shared<JobJournalView>();
+        view->read_error = increment.error().message;
+        entry.job.journal = std::move(view);
+        entry.follower.reset();  // read whole next time
+      }
     }
   }
 

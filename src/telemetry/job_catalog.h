@@ -48,10 +48,12 @@ struct JobCatalogOptions {
 
 // The supervised jobs under a jobs root, kept up to date for `gpuhost serve` (job metrics on
 // /metrics, the dashboard) by readers in another process than the supervisors writing them.
-// A journal is read again only when its size or modification time changed; each history is
-// opened once read-only and refresh()ed, which reads only what was appended. A history is held
-// in memory whole (24 bytes a point), so one of a job that has ended (finished, failed,
-// stopped) is opened only when the dashboard asks for that job. Thread-safe.
+// A journal is looked at again only when its size or modification time changed, and then only
+// what was appended since is read and parsed (all of it again when it shrank or was replaced;
+// a torn last record is read again once whole); each history is opened once read-only and
+// refresh()ed, which reads only what was appended. A history is held in memory whole (24 bytes
+// a point), so one of a job that has ended (finished, failed, stopped) is opened only when the
+// dashboard asks for that job. Thread-safe.
 class JobCatalog {
  public:
   explicit JobCatalog(JobCatalogOptions options);
@@ -67,10 +69,14 @@ class JobCatalog {
                                               HistoryNeed need = HistoryNeed::if_loaded);
 
  private:
+  struct JournalFollower;  // what has been read of a journal, and its records
   struct Entry {
     CatalogJob job;
     std::optional<std::uintmax_t> journal_size;
     std::filesystem::file_time_type journal_mtime{};
+    // Shared by the copies of an entry that refresh() makes, and used only by refresh() (one at
+    // a time, under m_refresh_mutex); null until the journal was read.
+    std::shared_ptr<JournalFollower> follower;
   };
   Entry load(const std::string& name, const Entry* previous) const;
 
