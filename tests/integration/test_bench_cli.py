@@ -12,7 +12,7 @@ import subprocess
 import time
 import unittest
 
-from gpuhost_test import BIN, FAKE_NVML, IS_WINDOWS_BUILD, SCENARIOS, WINE, host_path, run, tmp_dir
+from gpuhost_test import BIN, FAKE_NVML, IS_WINDOWS_BUILD, SCENARIOS, host_path, run, tmp_dir
 
 FAKE_CUDART = os.environ.get("GPUHOST_FAKE_CUDART", "")
 FAKE_CUBLAS = os.environ.get("GPUHOST_FAKE_CUBLAS", "")
@@ -123,22 +123,29 @@ class NetworkMatchesIperf3(unittest.TestCase):
         try:
             line = server.stdout.readline()
             port = line.strip().rsplit(":", 1)[1].split()[0]
-            # Loopback on a small shared VM swings by 10-20% between runs for both tools: five
-            # back-to-back rounds, checked on the median of the per-round ratios.
-            per_round = {"up": [], "down": []}
+            # Loopback on this 2-core VM is bimodal for both tools: a round runs at full speed or
+            # near half (about 20 against 35-41 Gbit/s, for iperf3 as for gpuhost, seen in runs
+            # of each alone), depending on where the scheduler puts sender and receiver. Sharing
+            # the machine only ever slows a round down, so each tool's best of five rounds is its
+            # speed on this path, and those are compared; the per-round ratios are printed.
+            ours_rounds = {"up": [], "down": []}
+            theirs_rounds = {"up": [], "down": []}
             for attempt in range(5):
                 _, report = bench_json(["network", "--peer", "127.0.0.1:" + port, "--streams", "1", "--net-seconds", "3"])
                 ours = {"up": measurement(report, "network.upload_gbits")["value"],
                         "down": measurement(report, "network.download_gbits")["value"]}
                 theirs = {"up": self.iperf3(False, 1, 3), "down": self.iperf3(True, 1, 3)}
                 for k in ours:
-                    per_round[k].append(ours[k] / theirs[k])
+                    ours_rounds[k].append(ours[k])
+                    theirs_rounds[k].append(theirs[k])
                 print("round %d gpuhost vs iperf3 (Gbit/s):" % (attempt + 1),
                       {k: "%.2f vs %.2f (%.2f)" % (ours[k], theirs[k], ours[k] / theirs[k]) for k in ours})
-            medians = {k: statistics.median(v) for k, v in per_round.items()}
-            print("median gpuhost/iperf3:", {k: round(v, 2) for k, v in medians.items()})
-            for key, ratio in medians.items():
-                self.assertLessEqual(abs(ratio - 1), TOLERANCE, "%s: median gpuhost/iperf3 = %.2f" % (key, ratio))
+            best = {k: max(ours_rounds[k]) / max(theirs_rounds[k]) for k in ours_rounds}
+            print("best of 5, gpuhost/iperf3:", {k: round(v, 2) for k, v in best.items()},
+                  "median per-round ratio:", {k: round(statistics.median(a / b for a, b in zip(ours_rounds[k], theirs_rounds[k])), 2)
+                                              for k in ours_rounds})
+            for key, ratio in best.items():
+                self.assertLessEqual(abs(ratio - 1), TOLERANCE, "%s: best gpuhost/best iperf3 = %.2f" % (key, ratio))
             self.assertGreater(measurement(report, "network.rtt_us")["value"], 0)
         finally:
             server.send_signal(signal.SIGINT)
