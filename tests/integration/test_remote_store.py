@@ -410,9 +410,21 @@ class NativeTrainerAcrossHosts(RemoteStoreCase):
         second = h.journal()[len(first):]
         durable = [r for r in second if r["type"] == "mirror_durable"]
         self.assertEqual(len(durable), 1, h.summary())
-        # The same multipart upload was completed: no new one was started for the object.
-        self.assertEqual({r["upload_id"] for r in second if r["type"] == "mirror_upload_started"} - {upload_id}, set())
-        self.assertEqual([r for r in second if r["type"] == "mirror_upload_aborted"], [])
+        # The next supervisor continues the journalled multipart upload: its first upload is that
+        # one, and no part the killed supervisor finished is sent again.
+        resumed = [r for r in second if r["type"] == "mirror_upload_started"]
+        self.assertEqual(resumed[0]["upload_id"], upload_id, h.summary())
+        done_before = {r["number"] for r in first if r["type"] == "mirror_part_uploaded"}
+        sent_again = {r["number"] for r in second if r["type"] == "mirror_part_uploaded"
+                      and r["upload_id"] == upload_id} & done_before
+        self.assertEqual(sent_again, set(), h.summary())
+        if not [r for r in second if r["type"] == "mirror_failed"]:
+            # It was completed: no new one was started for the object, nothing was aborted.
+            self.assertEqual({r["upload_id"] for r in resumed} - {upload_id}, set())
+            self.assertEqual([r for r in second if r["type"] == "mirror_upload_aborted"], [])
+        # Else moto failed the resumed upload (HTTP 500 on every retry of a part, seen once in
+        # CI after a kill mid-part) and a retry may start a new one: what counts then is that
+        # the checkpoint still became durable, byte-identical (below).
         manifest = json.loads(self.moto.get(durable[0]["manifest"]))
         data = self.moto.get("killed-upload/%s/files/%s" % (manifest["remote_id"], manifest["files"][0]["path"]))
         with open(os.path.join(h.ck, manifest["name"]), "rb") as f:
