@@ -15,16 +15,14 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 import unittest
-import urllib.request
 
 from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP, WINE, host_path
+from fake_metadata_server import MetadataServer
 from moto_s3 import MotoS3, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-METADATA_SERVER = os.path.join(HERE, "..", "fake_metadata", "server.py")
 NATIVE_TRAINER = os.environ.get("GPUHOST_NATIVE_TRAINER", "")
 TORCH_TRAINER = os.path.join(HERE, "trainers", "torch_trainer.py")
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -569,30 +567,6 @@ class PyTorchAcrossHosts(RemoteStoreCase):
 
     def test_torch_encrypted_preempted_on_a_resumes_on_b_bit_identical(self):
         self.run_torch("torch-enc", ["--encrypt", "aes-256-gcm"])
-
-
-class MetadataServer:
-    """tests/fake_metadata/server.py for one test, as test_run_cli.py drives it."""
-
-    def __init__(self, test, cloud):
-        self.proc = subprocess.Popen([sys.executable, METADATA_SERVER, "--cloud", cloud], stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True)
-        test.addCleanup(self.stop)
-        self.url = "http://127.0.0.1:%d" % json.loads(self.proc.stdout.readline())["port"]
-
-    def stop(self):
-        self.proc.kill()
-        self.proc.wait()
-        self.proc.stdout.close()
-
-    def control(self, path, body=None):
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(self.url + "/_control/" + path, data=data, method="POST" if data else "GET")
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return json.loads(response.read() or b"null")
-
-    def acknowledgements(self):
-        return [e for e in self.control("log") if e.get("acknowledged")]
 
 
 @unittest.skipIf(IS_WINDOWS_BUILD, "Linux build (the fake metadata service and signals as in test_run_cli)")

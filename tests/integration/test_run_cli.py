@@ -20,16 +20,15 @@ import subprocess
 import sys
 import time
 import unittest
-import urllib.request
 import zlib
 
 from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP, read_metric_history
+from fake_metadata_server import MetadataServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STDLIB_TRAINER = os.path.join(HERE, "trainers", "stdlib_trainer.py")
 TORCH_TRAINER = os.path.join(HERE, "trainers", "torch_trainer.py")
 NATIVE_TRAINER = os.environ.get("GPUHOST_NATIVE_TRAINER", "")
-METADATA_SERVER = os.path.join(HERE, "..", "fake_metadata", "server.py")
 PYTHON = sys.executable
 SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's python3-torch is installed for this one only
 
@@ -389,31 +388,6 @@ class KillAndPreemptDrills(RunTestCase):
         self.assertEqual(status["preemptions"], 1)
         self.assertEqual(status["resume_from"], "ck-%d" % saved["seq"])
         self.assert_rerun_resumes(job, saved, steps)
-
-
-class MetadataServer:
-    def __init__(self, test, cloud, env=None):
-        full_env = dict(os.environ)
-        full_env.update(env or {})
-        self.proc = subprocess.Popen([PYTHON, METADATA_SERVER, "--cloud", cloud], stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True, env=full_env)
-        test.addCleanup(self.stop)
-        self.port = json.loads(self.proc.stdout.readline())["port"]
-        self.url = "http://127.0.0.1:%d" % self.port
-
-    def stop(self):
-        self.proc.kill()
-        self.proc.wait()
-        self.proc.stdout.close()
-
-    def control(self, path, body=None):
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(self.url + "/_control/" + path, data=data, method="POST" if data else "GET")
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return json.loads(response.read() or b"null")
-
-    def log(self):
-        return self.control("log")
 
 
 @unittest.skipIf(IS_WINDOWS_BUILD, "Linux build")
