@@ -10,6 +10,7 @@ enum ExitCode : int {
   k_exit_usage = 2,        // bad command line: unknown command or flag, missing value
   k_exit_error = 3,        // the command could not run: unreadable input, corrupt data file
   k_exit_job_failed = 4,   // run: restarts exhausted, or the trainer cannot be started
+  k_exit_not_durable = 5,  // run: the trainer finished, but committed checkpoints are not on the remote
   k_exit_preempted = 75,   // run: preempted, checkpoint kept, resumable (EX_TEMPFAIL)
   k_exit_interrupted = 130,  // Ctrl-C / SIGINT (128 + 2, the shell convention)
 };

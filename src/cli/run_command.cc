@@ -11,6 +11,7 @@
 #include "platform/files.h"
 #include "platform/system_info.h"
 #include "supervise/job.h"
+#include "supervise/remote_probe.h"
 #include "supervise/supervisor.h"
 #include "telemetry/exporter.h"
 #include "telemetry/http_server.h"
@@ -38,7 +39,13 @@ The trainer learns where to resume from:
 
 Job:
   --job-file FILE        a gpuhost.toml job file (doc/job-file.md); flags override it
-  --name NAME            job name (default: from the checkpoint directory)
+  --name NAME            job name (default: from the checkpoint directory; when a job of
+                         that name keeps another folder's checkpoints, NAME-2, NAME-3 ...,
+                         said at start). A job is its checkpoint folder: a --name that
+                         belongs to another folder is refused
+  --fresh                start from scratch: checkpoints already in the folder (announced
+                         otherwise, and resumed from) or committed by earlier runs are not
+                         resumed from
   --checkpoints PATH     where the trainer writes checkpoints (required): a directory, or
                          one file it rewrites in place (weights/last.pt)
   --workdir DIR          the trainer's working directory (default: the current one)
@@ -56,8 +63,15 @@ Job:
 On a notice:
   --save-request signal|file|both|none
                          how the trainer is asked to save (default signal): the save
-                         signal, and/or the file named in GPUHOST_SAVE_REQUEST
-  --save-signal SIG      default SIGUSR1 (Windows: CTRL_BREAK)
+                         signal, and/or the file named in GPUHOST_SAVE_REQUEST. The signal
+                         goes only to processes that handle it (Linux: SigCgt in /proc), so
+                         a trainer without a handler and launchers (torchrun, accelerate,
+                         deepspeed, mpirun) are never killed by it; when none handles it,
+                         the trainer's next periodic checkpoint is the save (expected from
+                         its rhythm) and it is stopped at the deadline otherwise
+  --save-signal SIG      default SIGUSR1 (Windows: CTRL_BREAK, sent only when given here:
+                         Windows cannot tell whether a process handles it, and it kills one
+                         that does not)
   --stop-signal SIG      default SIGTERM (Windows: CTRL_BREAK)
   --stop-grace SECONDS   after the stop signal, before the tree is killed (default 10)
   --safety-margin SECONDS
@@ -84,6 +98,11 @@ Remote mirror (doc/remote-store.md):
                          manifest last; on a host with no local checkpoint, resume from the
                          newest remote one. A notice's deadline covers the save and the upload
   --encrypt SUITE        encrypt before upload: aes-256-gcm or sm4 (doc/encryption.md)
+  --remote-optional      train even when the remote cannot be listed or written at start
+                         (default: refuse, exit 3, before anything is created)
+  --final-upload-timeout SECONDS
+                         how long a finished job waits for its last uploads (default 15m);
+                         checkpoints still not durable then end the run with exit 5
   --encryption-key-file FILE
                          the 256-bit key (else GPUHOST_ENCRYPTION_KEY_FILE or
                          GPUHOST_ENCRYPTION_KEY; never on the command line). Also reads an
@@ -113,9 +132,13 @@ Dashboard:
 
 Exit codes:
   0    the trainer finished (exit code 0)
-  2    bad command line
-  3    could not supervise: job locked by another gpuhost run, unwritable job directory
+  2    bad command line (a bad --remote URL, encryption suite or key included); nothing
+       was created
+  3    could not supervise: job locked by another gpuhost run, unwritable job directory,
+       a remote that cannot be listed or written (without --remote-optional)
   4    failed: restarts exhausted, or the trainer cannot be started
+  5    the trainer finished, but committed checkpoints are NOT durable on the remote
+       (named in the last line); run the same command again to retry the uploads
   75   preempted: checkpoint saved (or the newest kept) and the trainer stopped; run the same
        command again to resume (Slurm --requeue, Kubernetes restartPolicy and SkyPilot
        recover_on_exit_codes can key on 75, EX_TEMPFAIL)
@@ -146,6 +169,7 @@ constexpr FlagSpec k_run_flags[] = {
     {"--crash-loop", true},    {"--crash-window", true},  {"--drill", true},          {"--jobs-dir", true},
     {"--quiet", false},        {"--preset", true},        {"--remote", true},         {"--encrypt", true},
     {"--encryption-key-file", true}, {"--dashboard", true}, {"--dashboard-token-file", true},
+    {"--fresh", false},        {"--remote-optional", false}, {"--final-upload-timeout", true},
 };
 
 constexpr std::string_view k_default_dashboard = "127.0.0.1:9809";
@@ -185,6 +209,7 @@ struct DashboardSpec {
 struct RunOptions {
   supervise::SupervisorOptions supervisor;
   bool quiet = false;
+  bool remote_optional = false;
   std::optional<DashboardSpec> dashboard;
 };
 
@@ -314,7 +339,10 @@ Result<RunOptions> parse_run_options(const ParsedArgs& p, std::vector<std::strin
     else if (*v == "none") spec.save_request = SR::none;
     else return std::unexpected(usage("--save-request expects signal, file, both or none, got '" + *v + "'"));
   }
-  if (p.has("--save-signal")) spec.save_signal = GPUHOST_TRY(signal_flag(p, "--save-signal"));
+  if (p.has("--save-signal")) {
+    spec.save_signal = GPUHOST_TRY(signal_flag(p, "--save-signal"));
+    spec.save_signal_declared = true;
+  }
   if (p.has("--stop-signal")) spec.stop_signal = GPUHOST_TRY(signal_flag(p, "--stop-signal"));
   if (p.has("--stop-grace")) spec.stop_grace = GPUHOST_TRY(duration_flag(p, "--stop-grace"));
   if (p.has("--safety-margin")) spec.safety_margin = GPUHOST_TRY(duration_flag(p, "--safety-margin"));
@@ -343,6 +371,13 @@ Result<RunOptions> parse_run_options(const ParsedArgs& p, std::vector<std::strin
   }
   options.supervisor.jobs_root = p.value("--jobs-dir") ? std::filesystem::path(*p.value("--jobs-dir")) : supervise::jobs_root();
   options.quiet = p.has("--quiet");
+  options.supervisor.fresh = p.has("--fresh");
+  options.remote_optional = p.has("--remote-optional");
+  if (p.has("--final-upload-timeout"))
+    options.supervisor.final_upload_timeout = GPUHOST_TRY(duration_flag(p, "--final-upload-timeout"));
+  if ((options.remote_optional || p.has("--final-upload-timeout")) && spec.remote.empty())
+    return std::unexpected(usage(std::string(options.remote_optional ? "--remote-optional" : "--final-upload-timeout") +
+                                 " needs --remote URL"));
   if (p.has("--dashboard")) options.dashboard = GPUHOST_TRY(parse_dashboard(p));
   else if (p.has("--dashboard-token-file")) return std::unexpected(usage("--dashboard-token-file needs --dashboard"));
   if (spec.command.empty()) return std::unexpected(usage("no training command: put it after --, e.g. gpuhost run --checkpoints out -- python train.py"));
@@ -354,6 +389,7 @@ Result<RunOptions> parse_run_options(const ParsedArgs& p, std::vector<std::strin
 int exit_code_for(supervise::Outcome outcome) {
   switch (outcome) {
     case supervise::Outcome::finished: return k_exit_ok;
+    case supervise::Outcome::unmirrored: return k_exit_not_durable;
     case supervise::Outcome::preempted: return k_exit_preempted;
     case supervise::Outcome::failed: return k_exit_job_failed;
     case supervise::Outcome::stopped: return k_exit_interrupted;
@@ -402,6 +438,23 @@ int run_run(CommandContext& context) {
   }
 
   TerminalStyle style = TerminalStyle::for_stderr(common->color);
+  // The remote before anything exists: a bad URL or key is a usage error (nothing was made), and
+  // a store that cannot be listed or written is known before training, not at the first upload.
+  if (auto checked = supervise::check_remote_settings(options->supervisor.spec); !checked)
+    return report_error(context.err, checked.error().message, "see gpuhost run --help and doc/remote-store.md", k_exit_usage);
+  if (!options->supervisor.spec.remote.empty()) {
+    if (auto probed = supervise::probe_remote(options->supervisor.spec, std::chrono::seconds(15)); !probed) {
+      if (!options->remote_optional)
+        return report_error(context.err, "the remote cannot be used: " + probed.error().message,
+                            "fix the bucket, endpoint or credentials; or --remote-optional to train with local checkpoints "
+                            "until the remote answers (the run then ends with exit 5 if they never get there)",
+                            k_exit_error);
+      std::cerr << style.dim("gpuhost: ")
+                << style.yellow("WARNING: the remote cannot be used now (" + probed.error().message +
+                                "); training starts anyway (--remote-optional) and uploads are retried")
+                << "\n" << std::flush;
+    }
+  }
   std::mutex console;
   const bool json_output = common->json;
   if (!options->quiet) {

@@ -72,6 +72,18 @@ struct ChildExit {
   [[nodiscard]] std::string describe() const;
 };
 
+// One process of a supervised child's tree.
+struct TreeMember {
+  long pid = 0;
+  long parent_pid = 0;
+  std::string name;          // the executable's short name (comm / image name)
+  std::string command_line;  // arguments joined by spaces (Linux; empty where unreadable)
+  // Whether it has a handler installed for the probed signal: Linux reads SigCgt from
+  // /proc/PID/status (proc(5)). nullopt where the OS cannot tell (Windows: console control
+  // handlers are not visible from outside the process).
+  std::optional<bool> catches;
+};
+
 // Move-only owner of one running child. The destructor kills the whole tree and reaps it if
 // the caller has not waited it out ("reap child if forgotten"). Methods may be called from one
 // thread at a time; the output handler runs on internal threads that are joined by wait_for()
@@ -96,6 +108,17 @@ class ChildProcess {
   // Kills the child and every descendant at once (SIGKILL to the group / TerminateJobObject).
   void kill_tree();
 
+  // The processes of the child's tree as the OS shows them now: its process group plus every
+  // descendant that left it (Linux, from /proc), or the Job Object's processes (Windows). Each
+  // says whether it has a handler for `probe`, so a save request is sent only to processes
+  // that catch it and never kills one that does not (a launcher such as torchrun, a trainer
+  // with no handler). Empty once the child has been reaped.
+  [[nodiscard]] Result<std::vector<TreeMember>> members(ChildSignal probe) const;
+
+  // Sends `signal` to one process of the tree (POSIX kill(2)). Windows: unsupported (console
+  // events go to a whole process group; use send()). A process that has exited is not an error.
+  [[nodiscard]] Result<void> send_to(long pid, ChildSignal signal);
+
   // Waits up to `timeout` for the child to exit. nullopt while it still runs. Once it has
   // exited, all of its output has been delivered to the handler before this returns, and later
   // calls return the same exit.
@@ -107,10 +130,17 @@ class ChildProcess {
   std::unique_ptr<State> m_state;
 };
 
-// Kills every process left over from an earlier supervisor of the same job: Linux scans /proc
-// for processes whose environment holds `name=value` (the job's run token) and SIGKILLs them;
-// returns how many it killed. Windows: 0 (the kill-on-close Job Object already did it).
+// Kills every process left over from an earlier supervisor or attempt of the same job: Linux
+// scans /proc for processes whose environment holds `name=value` (the attempt's run token) and
+// SIGKILLs them, again and again until a scan finds none (at most 10 s); returns how many it
+// killed. Windows: 0 (the kill-on-close Job Object already did it).
 [[nodiscard]] int kill_processes_with_environment(std::string_view name, std::string_view value);
+
+// Linux: makes this process a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so descendants
+// of a supervised child whose parent dies are re-parented to us and stay in the tree that
+// ChildProcess::members() walks and kills, instead of escaping to init. Windows: nothing (the
+// Job Object holds the tree).
+void become_child_subreaper();
 
 // CPU time and peak resident memory of this process so far (getrusage / GetProcessTimes +
 // GetProcessMemoryInfo).

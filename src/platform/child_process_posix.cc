@@ -3,6 +3,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <dirent.h>
@@ -10,6 +11,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -49,6 +51,75 @@ std::chrono::microseconds to_microseconds(const timeval& t) {
 // Linux reports ru_maxrss in KiB (getrusage(2)).
 std::uint64_t max_rss_bytes(const rusage& usage) {
   return static_cast<std::uint64_t>(std::max(usage.ru_maxrss, 0L)) * 1024u;
+}
+
+struct ProcStat {
+  pid_t pid = 0;
+  pid_t parent = 0;
+  pid_t group = 0;
+  char state = '?';
+  std::string name;
+};
+
+// /proc/PID/stat: "pid (comm) state ppid pgrp ..."; comm may hold spaces and parentheses, so
+// the fields after it are found from the last ')'.
+std::optional<ProcStat> read_proc_stat(pid_t pid) {
+  const std::string text = read_text_file_or_empty(("/proc/" + std::to_string(pid) + "/stat").c_str());
+  const auto open = text.find('(');
+  const auto close = text.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open) return std::nullopt;
+  ProcStat stat;
+  stat.pid = pid;
+  stat.name = text.substr(open + 1, close - open - 1);
+  std::string_view rest = std::string_view(text).substr(close + 1);
+  long fields[2] = {0, 0};
+  rest.remove_prefix(std::min(rest.find_first_not_of(' '), rest.size()));
+  if (rest.empty()) return std::nullopt;
+  stat.state = rest.front();
+  rest.remove_prefix(1);
+  for (long& field : fields) {
+    rest.remove_prefix(std::min(rest.find_first_not_of(' '), rest.size()));
+    auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), field);
+    if (error != std::errc()) return std::nullopt;
+    rest.remove_prefix(static_cast<std::size_t>(end - rest.data()));
+  }
+  stat.parent = static_cast<pid_t>(fields[0]);
+  stat.group = static_cast<pid_t>(fields[1]);
+  return stat;
+}
+
+std::vector<ProcStat> list_processes() {
+  std::vector<ProcStat> out;
+  DirStream proc(::opendir("/proc"));
+  if (!proc.get()) return out;
+  while (const dirent* entry = ::readdir(proc.get())) {
+    const std::string_view id(entry->d_name);
+    pid_t pid = 0;
+    auto [end, parse_error] = std::from_chars(id.data(), id.data() + id.size(), pid);
+    if (parse_error != std::errc() || end != id.data() + id.size() || pid <= 0) continue;
+    if (auto stat = read_proc_stat(pid)) out.push_back(std::move(*stat));
+  }
+  return out;
+}
+
+// SigCgt in /proc/PID/status: a hex mask of caught signals, bit N-1 for signal N.
+std::optional<bool> catches_signal(pid_t pid, int number) {
+  const std::string status = read_text_file_or_empty(("/proc/" + std::to_string(pid) + "/status").c_str());
+  auto at = status.find("SigCgt:");
+  if (at == std::string::npos || number <= 0 || number > 64) return std::nullopt;
+  std::string_view rest = std::string_view(status).substr(at + 7);
+  rest.remove_prefix(std::min(rest.find_first_not_of(" \t"), rest.size()));
+  std::uint64_t mask = 0;
+  auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), mask, 16);
+  if (error != std::errc() || end == rest.data()) return std::nullopt;
+  return ((mask >> (number - 1)) & 1u) != 0;
+}
+
+std::string command_line_of(pid_t pid) {
+  std::string text = read_text_file_or_empty(("/proc/" + std::to_string(pid) + "/cmdline").c_str());
+  while (!text.empty() && text.back() == '\0') text.pop_back();
+  std::replace(text.begin(), text.end(), '\0', ' ');
+  return text;
 }
 
 }  // namespace
@@ -106,6 +177,46 @@ struct ChildProcess::State {
     }
   }
 
+  // Whether the child has exited, without reaping it: its zombie keeps the process group id
+  // taken, so the group can still be signalled safely (no other process can have that id).
+  bool exited_unreaped() {
+    siginfo_t info{};
+    int r;
+    do {
+      r = ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT);
+    } while (r < 0 && errno == EINTR);
+    return r < 0 || info.si_pid != 0;
+  }
+
+  // The attempt is over when the child exits: what it left of its group (workers, loader
+  // processes, a wrapper's trainer) is killed while the zombie still pins the group id, then
+  // the child is reaped, then the members we adopted as a subreaper are reaped as they die.
+  void end_group_and_reap(bool block) {
+    if (reaped) return;
+    ::kill(-pid, SIGKILL);
+    reap(block);
+    reap_adopted_members();
+  }
+
+  // Zombies of our group that were re-parented to us (become_child_subreaper): nobody else can
+  // reap them.
+  void reap_adopted_members() {
+    const pid_t self = ::getpid();
+    for (int round = 0; round < 50; ++round) {
+      bool pending = false;
+      for (const auto& process : list_processes()) {
+        if (process.parent != self || process.group != pid || process.pid == pid) continue;
+        if (process.state == 'Z') {
+          ::waitpid(process.pid, nullptr, WNOHANG);
+        } else {
+          pending = true;  // SIGKILLed, not dead yet
+        }
+      }
+      if (!pending) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
   // wait4 without blocking (or blocking when `block`); true once the child has been reaped.
   bool reap(bool block) {
     if (reaped) return true;
@@ -129,8 +240,9 @@ struct ChildProcess::State {
     }
   }
 
-  // After the child is reaped: lets the readers finish on their own for a short while, then kills
-  // whatever is left of the group (a daemon holding the pipes) and stops them.
+  // After the child is reaped (its group was killed just before): lets the readers finish on
+  // their own for a short while, then stops them, so a process that left the group and still
+  // holds the pipes cannot keep them reading.
   void finish_readers(std::chrono::milliseconds grace) {
     bool drained;
     {
@@ -138,7 +250,6 @@ struct ChildProcess::State {
       drained = readers_done.wait_for(lock, grace, [&] { return readers_running == 0; });
     }
     if (!drained) {
-      ::kill(-pid, SIGKILL);
       char byte = 1;
       ssize_t ignored = ::write(stop.write.get(), &byte, 1);
       (void)ignored;
@@ -215,12 +326,11 @@ ChildProcess::ChildProcess(std::unique_ptr<State> state) : m_state(std::move(sta
 ChildProcess::ChildProcess(ChildProcess&& other) noexcept = default;
 ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept = default;
 
-// The group is killed even after the child has been reaped, for what it left running. Linux does
-// not reuse a pid while a process group of that id has members, so this reaches only our tree.
+// The group is killed before the child is reaped, never after: once the leader is reaped and
+// the group is empty, its id may belong to another process.
 ChildProcess::~ChildProcess() {
   if (!m_state) return;
-  ::kill(-m_state->pid, SIGKILL);
-  m_state->reap(true);
+  m_state->end_group_and_reap(true);
   m_state->finish_readers(std::chrono::milliseconds(0));
 }
 
@@ -244,14 +354,63 @@ Result<void> ChildProcess::send(ChildSignal signal) {
 }
 
 void ChildProcess::kill_tree() {
-  ::kill(-m_state->pid, SIGKILL);
+  if (!m_state->reaped) ::kill(-m_state->pid, SIGKILL);
+}
+
+Result<std::vector<TreeMember>> ChildProcess::members(ChildSignal probe) const {
+  std::vector<TreeMember> out;
+  if (m_state->reaped) return out;
+  const pid_t root = m_state->pid;
+  std::vector<ProcStat> processes = list_processes();
+  // The group, then descendants by parent links until nothing new is added (a process that
+  // called setsid or setpgid is still ours while its parent chain leads to the child).
+  std::vector<bool> taken(processes.size(), false);
+  std::vector<pid_t> ours;
+  for (std::size_t i = 0; i < processes.size(); ++i) {
+    if (processes[i].group == root || processes[i].pid == root) {
+      taken[i] = true;
+      ours.push_back(processes[i].pid);
+    }
+  }
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (std::size_t i = 0; i < processes.size(); ++i) {
+      if (taken[i] || std::find(ours.begin(), ours.end(), processes[i].parent) == ours.end()) continue;
+      taken[i] = true;
+      ours.push_back(processes[i].pid);
+      grew = true;
+    }
+  }
+  const int number = posix_signal(probe);
+  for (std::size_t i = 0; i < processes.size(); ++i) {
+    if (!taken[i] || processes[i].state == 'Z' || processes[i].state == 'X') continue;
+    TreeMember member;
+    member.pid = processes[i].pid;
+    member.parent_pid = processes[i].parent;
+    member.name = processes[i].name;
+    member.command_line = command_line_of(processes[i].pid);
+    if (number != 0) member.catches = catches_signal(processes[i].pid, number);
+    out.push_back(std::move(member));
+  }
+  std::sort(out.begin(), out.end(), [](const TreeMember& a, const TreeMember& b) { return a.pid < b.pid; });
+  return out;
+}
+
+Result<void> ChildProcess::send_to(long pid, ChildSignal signal) {
+  int number = posix_signal(signal);
+  if (number == 0)
+    return make_error(ErrorCode::unsupported, std::string("sending ") + child_signal_name(signal) + ": not a POSIX signal");
+  if (m_state->reaped) return {};
+  if (::kill(static_cast<pid_t>(pid), number) != 0 && errno != ESRCH)
+    return std::unexpected(posix_error(std::string("sending ") + child_signal_name(signal) + " to process " + std::to_string(pid), errno));
+  return {};
 }
 
 Result<std::optional<ChildExit>> ChildProcess::wait_for(std::chrono::milliseconds timeout) {
   State& state = *m_state;
   if (state.result) return state.result;
   const auto deadline = Clock::now() + timeout;
-  while (!state.reap(false)) {
+  while (!state.exited_unreaped()) {
     auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) return std::optional<ChildExit>();
     if (state.pidfd.valid()) {
@@ -265,6 +424,7 @@ Result<std::optional<ChildExit>> ChildProcess::wait_for(std::chrono::millisecond
       std::this_thread::sleep_for(std::min(left, std::chrono::milliseconds(20)));
     }
   }
+  state.end_group_and_reap(true);
   state.finish_readers(k_drain_grace);
   state.result = state.raw_exit;
   return state.result;
@@ -288,28 +448,42 @@ ChildSignal default_stop_signal() {
 int kill_processes_with_environment(std::string_view name, std::string_view value) {
   const std::string wanted = std::string(name) + "=" + std::string(value);
   const pid_t self = ::getpid();
-  DirStream proc(::opendir("/proc"));
-  if (!proc.get()) return 0;
-  int killed = 0;
-  while (const dirent* entry = ::readdir(proc.get())) {
-    const std::string_view id(entry->d_name);
-    pid_t pid = 0;
-    auto [end, parse_error] = std::from_chars(id.data(), id.data() + id.size(), pid);
-    if (parse_error != std::errc() || end != id.data() + id.size() || pid <= 0 || pid == self) continue;
-    // NUL-separated "name=value" entries as the process was started; unreadable for other users.
-    const std::string environ_text =
-        read_text_file_or_empty(("/proc/" + std::string(id) + "/environ").c_str());
-    std::string_view rest(environ_text);
-    bool found = false;
-    while (!rest.empty() && !found) {
-      std::size_t nul = rest.find('\0');
-      std::string_view variable = rest.substr(0, nul);
-      found = variable == wanted;
-      rest = nul == std::string_view::npos ? std::string_view() : rest.substr(nul + 1);
+  // Scans until one finds nobody: a process killed in one pass may have forked in the meantime,
+  // and one that is still dying (in uninterruptible I/O) still shows its environment. Bounded,
+  // so a process that cannot die (a stuck NFS read) does not hang the supervisor.
+  std::vector<pid_t> killed;
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    bool found_any = false;
+    DirStream proc(::opendir("/proc"));
+    if (!proc.get()) break;
+    while (const dirent* entry = ::readdir(proc.get())) {
+      const std::string_view id(entry->d_name);
+      pid_t pid = 0;
+      auto [end, parse_error] = std::from_chars(id.data(), id.data() + id.size(), pid);
+      if (parse_error != std::errc() || end != id.data() + id.size() || pid <= 0 || pid == self) continue;
+      // NUL-separated "name=value" entries as the process was started; unreadable for other
+      // users, empty for a zombie.
+      const std::string environ_text = read_text_file_or_empty(("/proc/" + std::string(id) + "/environ").c_str());
+      std::string_view rest(environ_text);
+      bool found = false;
+      while (!rest.empty() && !found) {
+        std::size_t nul = rest.find('\0');
+        found = rest.substr(0, nul) == wanted;
+        rest = nul == std::string_view::npos ? std::string_view() : rest.substr(nul + 1);
+      }
+      if (!found || ::kill(pid, SIGKILL) != 0) continue;
+      found_any = true;
+      if (std::find(killed.begin(), killed.end(), pid) == killed.end()) killed.push_back(pid);
     }
-    if (found && ::kill(pid, SIGKILL) == 0) ++killed;
+    if (!found_any || Clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return killed;
+  return static_cast<int>(killed.size());
+}
+
+void become_child_subreaper() {
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
 }
 
 ResourceUsage self_resource_usage() {

@@ -316,6 +316,71 @@ TEST(ChildProcess, KillTreeEndsGrandchildren) {
   std::filesystem::remove_all(dir, ignored);
 }
 
+// The save request goes only to processes with a handler: members() says which catch it. The
+// child traps the save signal; the grandchild it spawned does not.
+TEST(ChildProcess, MembersListTheTreeAndWhoCatchesASignal) {
+  auto dir = fresh_temp_dir("members");
+  auto pid_file = dir / "grandchild.pid";
+  Collected collected;
+  const char* trap_name = on_windows() ? "break" : "usr1";
+  auto process = ChildProcess::spawn(child({"trap", trap_name, "42", "spawn", "4", "pidfile", pid_file.string(), "sleep",
+                                            "60000", "out", "ready", "sleep", "60000"},
+                                           &collected));
+  ASSERT_TRUE(process) << process.error().message;
+  ASSERT_TRUE(collected.wait_for_out("ready"));
+  long grandchild = read_pid_file(pid_file);
+  ASSERT_GT(grandchild, 0);
+  auto members = process->members(default_save_signal());
+  ASSERT_TRUE(members) << members.error().message;
+  const TreeMember* own = nullptr;
+  const TreeMember* grand = nullptr;
+  for (const TreeMember& m : *members) {
+    if (m.pid == process->pid()) own = &m;
+    if (m.pid == grandchild) grand = &m;
+  }
+  ASSERT_NE(own, nullptr) << "the child itself is not listed";
+  ASSERT_NE(grand, nullptr) << "grandchild " << grandchild << " is not listed";
+  EXPECT_FALSE(own->name.empty());
+  if (on_windows()) {
+    EXPECT_FALSE(own->catches.has_value()) << "Windows cannot see console handlers from outside";
+  } else {
+    EXPECT_EQ(grand->parent_pid, process->pid());
+    ASSERT_TRUE(own->catches.has_value());
+    EXPECT_TRUE(*own->catches);
+    ASSERT_TRUE(grand->catches.has_value());
+    EXPECT_FALSE(*grand->catches);
+    EXPECT_NE(own->command_line.find("trap"), std::string::npos) << own->command_line;
+    // One process, not the group: the grandchild (no handler) dies of it, the child does not
+    // even hear of it; then the child alone gets it and takes its trap.
+    ASSERT_TRUE(process->send_to(grandchild, default_save_signal()));
+    EXPECT_TRUE(gone_eventually(grandchild));
+    EXPECT_EQ(collected.out().find("trapped"), std::string::npos) << collected.out();
+    ASSERT_TRUE(process->send_to(process->pid(), default_save_signal()));
+    EXPECT_EQ(wait_out(*process).exit_code, 42);
+  }
+  process->kill_tree();
+  (void)wait_out(*process);
+  EXPECT_TRUE(gone_eventually(grandchild));
+  EXPECT_TRUE(process->members(default_save_signal())->empty()) << "a reaped child has no members";
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}
+
+// An attempt ends with its child: what the child left running in its group is killed before the
+// child is reaped, so nothing of one attempt runs beside the next.
+TEST(ChildProcess, WaitEndsWhatTheChildLeftInItsGroup) {
+  auto dir = fresh_temp_dir("leftover");
+  auto pid_file = dir / "grandchild.pid";
+  auto process = ChildProcess::spawn(child({"spawn", "4", "pidfile", pid_file.string(), "sleep", "60000", "sleep", "200"}));
+  ASSERT_TRUE(process) << process.error().message;
+  long grandchild = read_pid_file(pid_file);
+  ASSERT_GT(grandchild, 0);
+  EXPECT_TRUE(wait_out(*process).succeeded());
+  EXPECT_TRUE(gone_eventually(grandchild)) << "grandchild " << grandchild << " outlived its attempt";
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}
+
 // The intermediate child supervises a grandchild of its own (in its own process group / nested
 // job); killing the intermediate outright must take the grandchild along: PR_SET_PDEATHSIG on
 // Linux, the job on Windows.

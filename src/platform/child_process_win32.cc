@@ -294,6 +294,43 @@ void ChildProcess::kill_tree() {
   TerminateJobObject(m_state->job.get(), k_killed_exit_code);
 }
 
+// The Job Object's processes (JobObjectBasicProcessIdList). Whether one handles CTRL_BREAK
+// cannot be seen from outside, so `catches` stays unknown: the supervisor sends a console event
+// only where the job declares a handler (doc/run-signals.md).
+Result<std::vector<TreeMember>> ChildProcess::members(ChildSignal) const {
+  std::vector<TreeMember> out;
+  if (m_state->result) return out;
+  struct {
+    JOBOBJECT_BASIC_PROCESS_ID_LIST list;
+    ULONG_PTR more[255];
+  } ids{};
+  ids.list.NumberOfAssignedProcesses = 256;
+  if (!QueryInformationJobObject(m_state->job.get(), JobObjectBasicProcessIdList, &ids, sizeof ids, nullptr) &&
+      GetLastError() != ERROR_MORE_DATA)
+    return std::unexpected(win32_error("listing the processes of " + m_state->program + "'s job", GetLastError()));
+  for (DWORD i = 0; i < ids.list.NumberOfProcessIdsInList; ++i) {
+    TreeMember member;
+    member.pid = static_cast<long>(ids.list.ProcessIdList[i]);
+    UniqueHandle process(OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, static_cast<DWORD>(member.pid)));
+    if (process.valid()) {
+      wchar_t image[MAX_PATH];
+      DWORD size = MAX_PATH;
+      if (QueryFullProcessImageNameW(process.get(), 0, image, &size)) {
+        std::wstring path(image, size);
+        auto slash = path.find_last_of(L"\\/");
+        member.name = to_utf8(slash == std::wstring::npos ? path : path.substr(slash + 1));
+      }
+    }
+    out.push_back(std::move(member));
+  }
+  return out;
+}
+
+Result<void> ChildProcess::send_to(long, ChildSignal signal) {
+  return make_error(ErrorCode::unsupported, std::string("sending ") + child_signal_name(signal) +
+                                                " to one process: Windows console events go to a whole process group");
+}
+
 Result<std::optional<ChildExit>> ChildProcess::wait_for(std::chrono::milliseconds timeout) {
   State& state = *m_state;
   if (state.result) return state.result;
@@ -343,6 +380,8 @@ ChildSignal default_save_signal() {
 ChildSignal default_stop_signal() {
   return ChildSignal::ctrl_break;
 }
+
+void become_child_subreaper() {}
 
 int kill_processes_with_environment(std::string_view, std::string_view) {
   return 0;

@@ -578,7 +578,24 @@ std::optional<std::int64_t> step_from_name(std::string_view name) {
     }
   }
   if (found) return found;
-  return hf_checkpoint_number(name);
+  if (auto hf = hf_checkpoint_number(name)) return hf;
+  // What plain scripts name their saves: "ckpt-000090.pt", "model_100.pt", "weights-7.bin",
+  // "checkpoint-100.pt" (a file; HF's checkpoint-N folders are read above). The number must end
+  // the name's stem and follow '-' or '_' after one of these words. "checkpoint_3" stays
+  // stepless: accelerate's automatic naming counts saves, not steps; so does "epoch10".
+  const std::string_view stem = std::string_view(lower).substr(0, lower.find('.'));
+  const std::size_t digits = stem.find_last_not_of("0123456789") + 1;
+  if (digits == 0 || digits == stem.size() || digits < 2) return std::nullopt;
+  const char separator = stem[digits - 1];
+  if (separator != '-' && separator != '_') return std::nullopt;
+  const std::string_view prefix = stem.substr(0, digits - 1);
+  auto ends_with_word = [&](std::string_view word) {
+    return prefix.ends_with(word) && (prefix.size() == word.size() || !is_letter(prefix[prefix.size() - word.size() - 1]));
+  };
+  const bool known = ends_with_word("ckpt") || ends_with_word("model") || ends_with_word("weights") ||
+                     (separator == '-' && ends_with_word("checkpoint") && stem.size() < lower.size());
+  if (!known) return std::nullopt;
+  return number_at(lower, digits);
 }
 
 }  // namespace gpuhost::supervise

@@ -110,23 +110,9 @@ bool CheckpointScanner::marker_present(const fs::path& path, bool is_directory) 
   return fs::exists(sibling, ec);
 }
 
-Result<ScanResult> CheckpointScanner::scan(std::chrono::steady_clock::time_point now) {
-  ScanResult result;
-  std::error_code ec;
-  const fs::file_status status = fs::status(m_options.location, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
-    return make_error(ErrorCode::io_error,
-                      "looking at " + detail::utf8_name(m_options.location) + ": " + ec.message());
-  if (ec || !fs::exists(status)) {
-    m_seen.clear();
-    return result;
-  }
-
-  struct Candidate {
-    fs::path path;
-    bool is_directory = false;
-  };
+Result<std::vector<CheckpointScanner::Candidate>> CheckpointScanner::list_candidates(const fs::file_status& status) const {
   std::vector<Candidate> candidates;
+  std::error_code ec;
   if (fs::is_directory(status)) {
     for (fs::directory_iterator it(m_options.location, ec), end; !ec && it != end; it.increment(ec)) {
       std::error_code entry_ec;
@@ -146,6 +132,39 @@ Result<ScanResult> CheckpointScanner::scan(std::chrono::steady_clock::time_point
     candidates.push_back(Candidate{m_options.location, false});
   }
 
+  return candidates;
+}
+
+void CheckpointScanner::ignore_present() {
+  std::error_code ec;
+  const fs::file_status status = fs::status(m_options.location, ec);
+  if (ec || !fs::exists(status)) return;
+  auto candidates = list_candidates(status);
+  if (!candidates) return;
+  for (const Candidate& candidate : *candidates) {
+    const std::optional<Observed> observed = observe(candidate.path);
+    if (!observed) continue;
+    Observation o;
+    o.size = observed->size;
+    o.modified = observed->modified;
+    o.reported = true;  // no content hash: any rewrite, byte-identical or not, is reported
+    m_seen[key_of(candidate.path)] = std::move(o);
+  }
+}
+
+Result<ScanResult> CheckpointScanner::scan(std::chrono::steady_clock::time_point now) {
+  ScanResult result;
+  std::error_code ec;
+  const fs::file_status status = fs::status(m_options.location, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+    return make_error(ErrorCode::io_error,
+                      "looking at " + detail::utf8_name(m_options.location) + ": " + ec.message());
+  if (ec || !fs::exists(status)) {
+    m_seen.clear();
+    return result;
+  }
+
+  std::vector<Candidate> candidates = GPUHOST_TRY(list_candidates(status));
   std::map<fs::path, Observation> kept;
   for (const Candidate& candidate : candidates) {
     const fs::path key = key_of(candidate.path);

@@ -55,7 +55,17 @@ class CheckpointScanner {
   // which checkpoints are committed): they are reported only if they change later.
   void mark_seen(const std::filesystem::path& path, const CheckpointVerdict& verdict);
 
+  // `gpuhost run --fresh`: what is on disk now is treated as seen without being validated, and
+  // is reported only once it is written again (a byte-identical rewrite included: it is then
+  // the new run's checkpoint).
+  void ignore_present();
+
  private:
+  struct Candidate {
+    std::filesystem::path path;
+    bool is_directory = false;
+  };
+  [[nodiscard]] Result<std::vector<Candidate>> list_candidates(const std::filesystem::file_status& status) const;
   struct Observation {
     std::uint64_t size = 0;
     std::chrono::system_clock::time_point modified;

@@ -57,6 +57,24 @@ class Scanner : public ::testing::Test {
   }
 };
 
+// --fresh: what was there before is never reported as it is, but a rewrite is, even with the
+// same bytes (the new run wrote it).
+TEST_F(Scanner, IgnorePresentReportsOnlyWhatIsWrittenAgain) {
+  write_bytes(dir() / "ckpt-000005.pt", make_torch_zip("five"));
+  write_bytes(dir() / "ckpt-000010.pt", make_torch_zip("ten"));
+  CheckpointScanner scanner(options());
+  scanner.ignore_present();
+  EXPECT_TRUE(scan(scanner, t0).ready.empty());
+  EXPECT_TRUE(scan(scanner, t0 + seconds(10)).ready.empty());
+  write_bytes(dir() / "ckpt-000005.pt", make_torch_zip("five"));  // the same bytes, written anew
+  shift_mtime(dir() / "ckpt-000005.pt", seconds(5));
+  (void)scan(scanner, t0 + seconds(11));
+  ScanResult r = scan(scanner, t0 + seconds(14));
+  EXPECT_EQ(names(r.ready), std::vector<std::string>{"ckpt-000005.pt"});
+  EXPECT_EQ(r.ready[0].step, 5);
+  EXPECT_TRUE(scan(scanner, t0 + seconds(20)).ready.empty());
+}
+
 TEST_F(Scanner, MissingLocationIsNotAnError) {
   ScannerOptions o = options();
   o.location = dir() / "not-yet";

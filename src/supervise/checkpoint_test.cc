@@ -426,6 +426,12 @@ TEST(CheckpointStep, ReadsStepNumbersFromNames) {
   EXPECT_EQ(step_from_name("iter_0001000"), 1000);
   EXPECT_EQ(step_from_name("Step-7.pt"), 7);
   EXPECT_EQ(step_from_name("checkpoint-0"), 0);
+  // What plain scripts write.
+  EXPECT_EQ(step_from_name("ckpt-000090.pt"), 90);
+  EXPECT_EQ(step_from_name("ckpt_100.pt"), 100);
+  EXPECT_EQ(step_from_name("model_100.pt"), 100);
+  EXPECT_EQ(step_from_name("resnet50-weights-12.bin"), 12);
+  EXPECT_EQ(step_from_name("checkpoint-100.pt"), 100);
 }
 
 TEST(CheckpointStep, IgnoresNumbersThatAreNotSteps) {
@@ -435,6 +441,11 @@ TEST(CheckpointStep, IgnoresNumbersThatAreNotSteps) {
   EXPECT_FALSE(step_from_name("epoch=3.ckpt"));
   EXPECT_FALSE(step_from_name("name-000003-state"));
   EXPECT_FALSE(step_from_name("checkpoint_3"));
+  EXPECT_FALSE(step_from_name("checkpoint_3.pt")) << "accelerate counts saves";
+  EXPECT_FALSE(step_from_name("epoch_3.pt")) << "an epoch is not a step";
+  EXPECT_FALSE(step_from_name("mymodel_5.pt")) << "the word must stand alone";
+  EXPECT_FALSE(step_from_name("model_v2.pt"));
+  EXPECT_FALSE(step_from_name("ckpt-.pt"));
   EXPECT_FALSE(step_from_name("checkpoint-best"));
   EXPECT_FALSE(step_from_name("warmup_steps100"));
   EXPECT_FALSE(step_from_name("laststep5"));

@@ -119,6 +119,9 @@ class SpecReader {
         out = static_cast<int>(v->as_int());
     }
   }
+  void read(std::string_view key, bool& out) {
+    if (auto* v = get(key, json::Value::Type::boolean)) out = v->as_bool();
+  }
   void read(std::string_view key, double& out) {
     if (auto* v = get(key, json::Value::Type::number)) out = v->as_number();
   }
@@ -344,6 +347,7 @@ std::string job_spec_to_json(const JobSpec& spec) {
   json::Value& save = v["save"];
   save["request"] = save_request_name(spec.save_request);
   save["signal"] = platform::child_signal_name(spec.save_signal);
+  save["signal_declared"] = spec.save_signal_declared;
   save["stop_signal"] = platform::child_signal_name(spec.stop_signal);
   save["stop_grace_ms"] = static_cast<std::int64_t>(spec.stop_grace.count());
   save["safety_margin_ms"] = static_cast<std::int64_t>(spec.safety_margin.count());
@@ -428,6 +432,7 @@ Result<JobSpec> job_spec_from_json(std::string_view text) {
     else
       r.fail("request: unknown save request \"" + request + "\"");
     read_signal(r, "signal", spec.save_signal);
+    r.read("signal_declared", spec.save_signal_declared);
     read_signal(r, "stop_signal", spec.stop_signal);
     r.read("stop_grace_ms", spec.stop_grace);
     r.read("safety_margin_ms", spec.safety_margin);

@@ -33,6 +33,10 @@ struct JobSpec {
   // (path given to the trainer as GPUHOST_SAVE_REQUEST) or both.
   enum class SaveRequest { signal, file, both, none } save_request = SaveRequest::signal;
   platform::ChildSignal save_signal = platform::default_save_signal();
+  // The user named the save signal (--save-signal, save.signal): a promise that the trainer
+  // handles it. Only consulted where the OS cannot see signal handlers (Windows), where a
+  // console event kills a process without one (doc/run-signals.md).
+  bool save_signal_declared = false;
   platform::ChildSignal stop_signal = platform::default_stop_signal();
   std::chrono::milliseconds stop_grace{std::chrono::seconds(10)};  // after stop_signal, before kill
   std::chrono::milliseconds safety_margin{std::chrono::seconds(5)};  // before the notice deadline

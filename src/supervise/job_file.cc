@@ -208,6 +208,7 @@ Result<void> read_save_table(const TableReader& t, JobSpec& spec) {
             key,
             "unknown signal \"" + *name + "\" (SIGUSR1, SIGUSR2, SIGTERM, SIGINT, SIGHUP or CTRL_BREAK)"));
       *out = *parsed;
+      if (out == &spec.save_signal) spec.save_signal_declared = true;
     }
   }
   if (auto grace = GPUHOST_TRY(t.duration("stop_grace"))) spec.stop_grace = *grace;

@@ -38,8 +38,10 @@ CommittedCheckpoint* find_checkpoint(JobState& state, std::string_view id) {
 
 std::string notice_summary(const JournalRecord& record) {
   const json::Value& f = record.fields;
-  std::string summary =
-      "notice from " + f.get_string("source", "?") + ": " + f.get_string("kind", "preemption");
+  const std::string kind = f.get_string("kind", "preemption");
+  // Ctrl-C is the user's own stop, not a preemption.
+  std::string summary = kind == "stop" ? "stop requested (" + f.get_string("detail", "signal") + "): saving first"
+                                       : "notice from " + f.get_string("source", "?") + ": " + kind;
   auto deadline = parse_journal_time(f.get_string("deadline"));
   if (!deadline) return summary;
   // "HH:MM:SSZ" of the deadline.
@@ -49,6 +51,43 @@ std::string notice_summary(const JournalRecord& record) {
     auto secs = static_cast<long long>(std::llround(static_cast<double>(left) / 1000.0));
     summary += secs >= 0 ? " (deadline in " + std::to_string(secs) + " s)"
                          : " (deadline passed " + std::to_string(-secs) + " s before)";
+  }
+  return summary;
+}
+
+// "save requested with SIGUSR1 (2 processes; torchrun (pid 7) left alone: no handler)", or what
+// is waited for when nothing could be asked.
+std::string save_request_summary(const json::Value& f) {
+  const std::string method = f.get_string("method");
+  const std::string signal = f.get_string("signal", "a signal");
+  std::vector<std::string> spared;
+  if (const json::Value* list = f.find("spared"); list && list->is_array())
+    for (const auto& item : list->items())
+      if (item.is_string()) spared.push_back(item.as_string());
+  std::int64_t signalled = f.get_int("signalled", -1);
+  std::string summary;
+  if (method == "file") {
+    summary = "save requested with the request file";
+  } else if (signalled == 0 && method == "signal") {
+    summary = "no process handles " + signal;
+  } else {
+    summary = "save requested with " + signal;
+    if (method == "both") summary += " and the request file";
+    if (signalled > 0) summary += " (" + std::to_string(signalled) + (signalled == 1 ? " process" : " processes");
+    if (signalled > 0 && !spared.empty()) {
+      summary += "; left alone, no handler: ";
+      for (std::size_t i = 0; i < spared.size() && i < 3; ++i) summary += (i ? ", " : "") + spared[i];
+      if (spared.size() > 3) summary += ", ...";
+    }
+    if (signalled > 0) summary += ")";
+  }
+  if (f.get_string("waiting") == "periodic") {
+    const std::string every = f.get_int("cadence_ms", -1) > 0 ? " (every ~" + duration_text(f.get_int("cadence_ms")) + ")" : "";
+    if (auto in = optional_int(f, "expected_in_ms"))
+      summary += ": waiting for the next periodic checkpoint" + every + ", expected in ~" + duration_text(*in);
+    else
+      summary += ": no periodic checkpoint expected before the deadline" + every +
+                 "; the trainer is stopped then and what it did since its last checkpoint is lost";
   }
   return summary;
 }
@@ -166,9 +205,20 @@ void fold_mirror_record(JobState& state, const JournalRecord& record) {
     if (CommittedCheckpoint* checkpoint = find_checkpoint(state, id)) checkpoint->remote_id.clear();
     add_event(state, record, "remote copy " + f.get_string("remote_id") + " of " + id + " deleted");
   } else if (type == "mirror_failed") {
-    std::string summary = "mirror: " + f.get_string("error");
+    // One short line per retry (the console prints each); the journal keeps the whole error.
+    std::string error = f.get_string("error");
+    if (auto newline = error.find('\n'); newline != std::string::npos) error.resize(newline);
+    constexpr std::size_t k_shown = 160;
+    const bool cut = error.size() > k_shown;
+    if (cut) error = error.substr(0, k_shown) + "...";
+    std::string summary = (id.empty() ? std::string("mirror: ") : "upload of " + id + " failed: ") + error;
     if (auto ms = optional_int(f, "retry_in_ms")) summary += "; retry in " + duration_text(*ms);
+    if (cut) summary += " (the whole error is in the job's journal.jsonl)";
     add_event(state, record, std::move(summary));
+  } else if (type == "mirror_incomplete") {
+    std::size_t count = 0;
+    if (const json::Value* ids = f.find("ids"); ids && ids->is_array()) count = ids->items().size();
+    add_event(state, record, std::to_string(count) + " checkpoint(s) NOT durable on the remote when the run ended");
   } else if (type == "mirror_deadline") {
     add_event(state, record,
               f.get_bool("durable") ? "checkpoint " + id + " durable remotely before the notice deadline"
@@ -181,7 +231,7 @@ void fold_mirror_record(JobState& state, const JournalRecord& record) {
 }
 
 std::optional<JobPhase> phase_of_outcome(std::string_view outcome) {
-  if (outcome == "finished") return JobPhase::finished;
+  if (outcome == "finished" || outcome == "unmirrored") return JobPhase::finished;
   if (outcome == "preempted") return JobPhase::preempted;
   if (outcome == "failed") return JobPhase::failed;
   if (outcome == "stopped") return JobPhase::stopped;
@@ -207,7 +257,12 @@ void fold_record(JobState& state, const JournalRecord& record) {
     std::int64_t count = f.get_int("count");
     add_event(state, record,
               "killed " + std::to_string(count) + (count == 1 ? " process" : " processes") +
-                  " left over from the previous supervisor");
+                  (f.contains("attempt") ? " left over from attempt " + std::to_string(f.get_int("attempt"))
+                                         : std::string(" left over from the previous supervisor")));
+  } else if (type == "child_starting") {
+    // Written before the trainer is started: its token finds what a supervisor killed in
+    // between left behind.
+    state.run_token = f.get_string("run_token");
   } else if (type == "child_started") {
     ++state.child_starts;
     state.phase = JobPhase::running;
@@ -239,6 +294,13 @@ void fold_record(JobState& state, const JournalRecord& record) {
       checkpoint->retired_reason = f.get_string("reason");
     }
     add_event(state, record, "checkpoint " + id + " retired: " + f.get_string("reason"));
+  } else if (type == "checkpoints_found") {
+    std::string summary = std::to_string(f.get_int("count")) + " checkpoint(s) were already in " +
+                          f.get_string("location") + " when this job was created: resuming from " +
+                          f.get_string("newest");
+    if (auto step = optional_int(f, "step")) summary += " (step " + std::to_string(*step) + ")";
+    summary += "; --fresh starts from scratch instead";
+    add_event(state, record, std::move(summary));
   } else if (type == "checkpoint_pinned") {
     std::string id = f.get_string("id");
     if (CommittedCheckpoint* checkpoint = find_checkpoint(state, id)) checkpoint->pinned = true;
@@ -247,17 +309,21 @@ void fold_record(JobState& state, const JournalRecord& record) {
     if (f.get_string("kind", "preemption") == "preemption") ++state.preemptions;
     add_event(state, record, notice_summary(record));
   } else if (type == "save_requested") {
-    std::string method = f.get_string("method");
-    add_event(state, record,
-              method == "file" ? std::string("save requested with the request file")
-                               : "save requested with " + f.get_string("signal", "a signal"));
+    add_event(state, record, save_request_summary(f));
   } else if (type == "save_completed") {
     std::string summary = "save completed in " + duration_text(f.get_int("duration_ms"));
     if (std::string id = f.get_string("id"); !id.empty()) summary += " (" + id + ")";
     add_event(state, record, std::move(summary));
   } else if (type == "save_timed_out") {
-    add_event(state, record,
-              "save timed out: no new checkpoint after " + duration_text(f.get_int("waited_ms")));
+    std::string summary = "save timed out: no checkpoint written after the notice in " + duration_text(f.get_int("waited_ms"));
+    auto last = optional_int(f, "last_step");
+    auto kept = optional_int(f, "checkpoint_step");
+    if (last && kept && *last > *kept)
+      summary += "; steps " + std::to_string(*kept + 1) + "-" + std::to_string(*last) + " are lost (resume from step " +
+                 std::to_string(*kept) + ")";
+    else if (last && !kept)
+      summary += "; steps 1-" + std::to_string(*last) + " are lost (no checkpoint to resume from)";
+    add_event(state, record, std::move(summary));
   } else if (type == "notice_acknowledged") {
     add_event(
         state, record,

@@ -203,13 +203,43 @@ TEST(JobState, SaveEventsReadAsOneLineEach) {
   ASSERT_EQ(state.events.size(), 8u);
   EXPECT_EQ(state.events[0].summary, "save requested with SIGUSR1");
   EXPECT_EQ(state.events[1].summary, "save completed in 3.4 s (ck-12)");
-  EXPECT_EQ(state.events[2].summary, "save timed out: no new checkpoint after 25 s");
+  EXPECT_EQ(state.events[2].summary, "save timed out: no checkpoint written after the notice in 25 s");
   EXPECT_EQ(state.events[3].summary, "checkpoint rejected: /ck/checkpoint-400: no trainer_state.json");
   EXPECT_EQ(state.events[4].summary, "disk low: 1.0 GiB available for /ck");
   EXPECT_EQ(state.events[5].summary, "azure watcher: endpoint unreachable");
   EXPECT_EQ(state.events[6].summary, "drill: preempt at 30 s");
   EXPECT_EQ(state.events[7].summary, "killed 2 processes left over from the previous supervisor");
   EXPECT_EQ(state.events[1].time, h.records()[1].time);
+}
+
+// What a run tells about saves for trainers that do not handle the signal, launchers left
+// alone, the steps a missed save loses, and the user's own stop.
+TEST(JobState, SaveRequestsSayWhoWasAskedAndWhatIsLost) {
+  History h;
+  h.add("save_requested", {{"method", "signal"}, {"signal", "SIGUSR1"}, {"signalled", 2},
+                           {"spared", json::Value(json::Value::Array{json::Value("torchrun (pid 7)")})}});
+  h.add("save_requested", {{"method", "signal"}, {"signal", "SIGUSR1"}, {"signalled", 0}, {"waiting", "periodic"},
+                           {"cadence_ms", 5000}, {"expected_in_ms", 2000}});
+  h.add("save_requested", {{"method", "signal"}, {"signal", "SIGUSR1"}, {"signalled", 0}, {"waiting", "periodic"}});
+  h.add("save_timed_out", {{"waited_ms", 25000}, {"last_step", 118}, {"checkpoint_step", 100}});
+  h.add("save_timed_out", {{"waited_ms", 25000}, {"last_step", 40}, {"checkpoint_step", nullptr}});
+  h.add("notice", {{"source", "signal"}, {"kind", "stop"}, {"detail", "interrupt"}});
+  h.add("leftovers_killed", {{"count", 1}, {"attempt", 3}});
+  JobState state = h.fold();
+  ASSERT_EQ(state.events.size(), 7u);
+  EXPECT_EQ(state.events[0].summary, "save requested with SIGUSR1 (2 processes; left alone, no handler: torchrun (pid 7))");
+  EXPECT_EQ(state.events[1].summary,
+            "no process handles SIGUSR1: waiting for the next periodic checkpoint (every ~5 s), expected in ~2 s");
+  EXPECT_EQ(state.events[2].summary,
+            "no process handles SIGUSR1: no periodic checkpoint expected before the deadline; the trainer is stopped "
+            "then and what it did since its last checkpoint is lost");
+  EXPECT_EQ(state.events[3].summary,
+            "save timed out: no checkpoint written after the notice in 25 s; steps 101-118 are lost (resume from step 100)");
+  EXPECT_EQ(state.events[4].summary,
+            "save timed out: no checkpoint written after the notice in 25 s; steps 1-40 are lost (no checkpoint to resume from)");
+  EXPECT_EQ(state.events[5].summary, "stop requested (interrupt): saving first");
+  EXPECT_EQ(state.preemptions, 0) << "Ctrl-C is not a preemption";
+  EXPECT_EQ(state.events[6].summary, "killed 1 process left over from attempt 3");
 }
 
 TEST(JobState, UnknownRecordTypesAndFieldsAreIgnored) {

@@ -24,6 +24,7 @@
 #include "supervise/mirror.h"
 #include "supervise/output_log.h"
 #include "supervise/snapshot.h"
+#include "supervise/stop_controller.h"
 #include "supervise/training_metrics.h"
 
 namespace gpuhost::supervise {
@@ -101,15 +102,15 @@ class NoticeInbox {
   std::deque<PreemptionNotice> m_notices;  // guarded by m_mutex
 };
 
-// Why the child is being stopped, once we have decided to stop it.
-enum class StopReason { none, preemption, user_stop };
+using StopReason = StopCause;
 
 class Supervisor {
  public:
   Supervisor(const SupervisorOptions& options, JobSpec spec, JobPaths paths, Journal journal)
       : m_options(options), m_spec(std::move(spec)), m_paths(std::move(paths)), m_journal(std::move(journal)),
         m_stdout_log(m_paths.logs() / "stdout.log"), m_stderr_log(m_paths.logs() / "stderr.log"),
-        m_scanner(ScannerOptions{m_spec.checkpoint_location, m_spec.settle, m_spec.marker, m_spec.ignore}) {
+        m_scanner(ScannerOptions{m_spec.checkpoint_location, m_spec.settle, m_spec.marker, m_spec.ignore}),
+        m_stop(StopTiming{m_spec.safety_margin, m_spec.stop_grace}) {
     m_state = fold_journal(m_journal.contents().records);
   }
 
@@ -131,6 +132,11 @@ class Supervisor {
   void commit(const CheckpointVerdict& verdict);
   void apply_retention();
   void pick_up_pins();
+  // --fresh: what is on disk now is seen but not committed, what earlier runs committed is
+  // retired, so nothing is resumed from.
+  void ignore_present_checkpoints();
+  // A new job that found checkpoints in its folder says so, with the one it resumes from.
+  void announce_present_checkpoints();
 
   struct ResumePoint {
     std::optional<std::string> id;
@@ -151,10 +157,16 @@ class Supervisor {
   void handle_notice(platform::ChildProcess& child, const PreemptionNotice& notice,
                      StopReason reason = StopReason::preemption);
   void request_save(platform::ChildProcess& child);
-  void begin_stop(platform::ChildProcess& child, SteadyClock::time_point kill_at);
+  // Carries out what the stop controller decided (and what commits decided meanwhile).
+  void apply(platform::ChildProcess& child, StopActions actions);
+  // The newest step the trainer reported and the newest committed checkpoint's step.
+  std::optional<std::int64_t> newest_reported_step() const;
+  std::optional<std::int64_t> newest_checkpoint_step() const;
   void check_disk_after_failure();
   std::optional<StopReason> wait_between_attempts(milliseconds delay);
   SupervisorResult finish(Outcome outcome, std::string reason);
+  // After a stop: which checkpoint was saved, or what is lost and where a rerun resumes.
+  std::string stop_report() const;
 
   // The remote mirror (doc/remote-store.md); all no-ops without one.
   Result<void> start_mirror();
@@ -187,27 +199,32 @@ class Supervisor {
   std::unique_ptr<TrainingMetricsRecorder> m_metrics;  // null with training_metrics off
   std::unique_ptr<Mirror> m_mirror;                    // null without a remote
   std::set<std::string> m_mirror_queued;               // checkpoint ids handed to the mirror
+  std::string m_last_mirror_error;                     // of the newest mirror_failed, shortened
   std::filesystem::path m_metrics_channel;
   SteadyClock::time_point m_next_progress{};
+  std::optional<std::int64_t> m_last_progress_step;
 
-  // The notice being acted on while the child runs.
-  struct ActiveNotice {
-    PreemptionNotice notice;
-    SteadyClock::time_point received;
-    SteadyClock::time_point save_deadline;  // deadline minus the safety margin
-    // A checkpoint counts as the requested save only if it was last written after this (less a
-    // second of timestamp slack): a periodic one written before the notice and committed after
-    // it (the settle delay) is older than what the trainer was asked for.
-    SystemClock::time_point received_wall;
-    bool stop_after_save = true;  // false for advisories: save and keep running
-    StopReason reason = StopReason::preemption;
-    bool save_recorded = false;  // save_completed (and the acknowledgement) happen once per notice
-    bool ack_pending = false;    // with a mirror, the acknowledgement waits for the upload
-  };
-  std::optional<ActiveNotice> m_notice;
-  StopReason m_stopping = StopReason::none;
-  std::optional<SteadyClock::time_point> m_kill_at;
+  // The stop logic (stop_controller.h) and the notice it acts on in this attempt (for the
+  // acknowledgement and the mirror's deadline, also after the trainer has exited).
+  StopController m_stop;
+  std::optional<PreemptionNotice> m_notice;
+  bool m_ack_pending = false;  // with a mirror, the acknowledgement waits for the upload
+  StopActions m_pending;       // decided by a commit inside a scan, carried out by the loop
+  std::string m_saved_id;      // the checkpoint saved for this attempt's notice, if one was
+  // When this attempt started and when each checkpoint it committed was written: the trainer's
+  // rhythm (the start stands in for a first save, so one checkpoint already gives an estimate,
+  // a cautious one: it includes the start-up).
+  std::vector<SystemClock::time_point> m_checkpoint_writes;
 };
+
+void merge(StopActions& into, const StopActions& more) {
+  into.request_save |= more.request_save;
+  into.send_stop |= more.send_stop;
+  into.kill |= more.kill;
+  into.save_completed |= more.save_completed;
+  into.save_timed_out |= more.save_timed_out;
+  into.resume_training |= more.resume_training;
+}
 
 void Supervisor::start_training_metrics() {
   if (!m_options.training_metrics) return;
@@ -238,7 +255,10 @@ void Supervisor::record_progress(bool right_now) {
   if (now < m_next_progress && !right_now) return;
   m_next_progress = now + m_options.progress_interval;
   auto step = m_metrics->newest_step();
-  if (!step || (m_state.last_step && *m_state.last_step == *step)) return;
+  // Compared with the last progress record, not the job's last step: a checkpoint whose name
+  // carries the same step does not say the trainer was seen there.
+  if (!step || (m_last_progress_step && *m_last_progress_step == *step)) return;
+  m_last_progress_step = step;
   json::Value fields = json::Value::object();
   fields["step"] = *step;
   record("progress", std::move(fields));
@@ -252,7 +272,8 @@ bool Supervisor::record(std::string_view type, json::Value fields) {
     return false;
   }
   m_journal_failed = false;
-  m_state = fold_journal(m_journal.contents().records);
+  // Only the new record: re-folding the whole journal made every append cost O(records).
+  fold_more(m_state, std::span<const JournalRecord>(*appended, 1));
   if (m_options.on_record) m_options.on_record(**appended);
   return true;
 }
@@ -353,29 +374,36 @@ void Supervisor::commit(const CheckpointVerdict& verdict) {
     return;
   }
   mirror_committed(m_state.checkpoints.back());
-  if (m_notice && !m_notice->save_recorded && verdict.modified >= m_notice->received_wall) {
-    m_notice->save_recorded = true;
+  if (!m_checkpoint_writes.empty() && verdict.modified >= m_checkpoint_writes.front())
+    m_checkpoint_writes.push_back(verdict.modified);
+  const auto received = m_stop.received();
+  StopActions actions = m_stop.checkpoint_committed(verdict.modified, SteadyClock::now());
+  if (actions.save_completed) {
     const std::string id = m_state.checkpoints.back().id;
+    m_saved_id = id;
     json::Value done = json::Value::object();
     done["id"] = id;
-    done["duration_ms"] = to_ms(SteadyClock::now() - m_notice->received);
+    done["duration_ms"] = received ? to_ms(SteadyClock::now() - *received) : 0;
+    done["written"] = journal_time(verdict.modified);
     record("save_completed", std::move(done));
     // With a mirror, the cloud is told to go ahead only once the upload is durable (or the
     // deadline came): Azure evicts right after the acknowledgement.
     if (m_mirror) {
-      m_notice->ack_pending = true;
+      m_ack_pending = true;
     } else {
       acknowledge_notice();
     }
   }
+  merge(m_pending, actions);
 }
 
 void Supervisor::acknowledge_notice() {
-  if (!m_notice || !m_watcher || m_notice->notice.event_id.empty()) return;
-  auto acknowledged = m_watcher->acknowledge(m_notice->notice);
+  m_ack_pending = false;
+  if (!m_notice || !m_watcher || m_notice->event_id.empty()) return;
+  auto acknowledged = m_watcher->acknowledge(*m_notice);
   json::Value ack = json::Value::object();
-  ack["source"] = notice_source_name(m_notice->notice.source);
-  ack["event_id"] = m_notice->notice.event_id;
+  ack["source"] = notice_source_name(m_notice->source);
+  ack["event_id"] = m_notice->event_id;
   if (acknowledged) {
     record("notice_acknowledged", std::move(ack));
   } else {
@@ -527,7 +555,13 @@ void Supervisor::mirror_committed(const CommittedCheckpoint& c) {
 
 void Supervisor::pump_mirror() {
   if (!m_mirror) return;
-  for (MirrorEvent& event : m_mirror->take_events()) record(event.type, std::move(event.fields));
+  for (MirrorEvent& event : m_mirror->take_events()) {
+    if (event.type == "mirror_failed") {
+      m_last_mirror_error = event.fields.get_string("error");
+      if (m_last_mirror_error.size() > 300) m_last_mirror_error = m_last_mirror_error.substr(0, 300) + "...";
+    }
+    record(event.type, std::move(event.fields));
+  }
 }
 
 bool Supervisor::wait_for_mirror(const std::function<bool()>& done, std::optional<SystemClock::time_point> until) {
@@ -553,14 +587,38 @@ void Supervisor::report_remote_deadline() {
         if (c.id == id) return !c.remote_id.empty();
       return false;
     };
-    bool in_time = wait_for_mirror(durable, m_notice->notice.deadline - std::chrono::seconds(1));
+    bool in_time = wait_for_mirror(durable, m_notice->deadline - std::chrono::seconds(1));
     json::Value fields = json::Value::object();
     fields["id"] = id;
     fields["durable"] = in_time;
     fields["waited_ms"] = to_ms(SteadyClock::now() - began);
     record("mirror_deadline", std::move(fields));
   }
-  if (m_notice->ack_pending) acknowledge_notice();
+  if (m_ack_pending) acknowledge_notice();
+}
+
+void Supervisor::ignore_present_checkpoints() {
+  m_scanner.ignore_present();
+  std::vector<std::string> ids;
+  for (const CommittedCheckpoint* c : resume_candidates(m_state)) ids.push_back(c->id);
+  for (const std::string& id : ids) {
+    json::Value fields = json::Value::object();
+    fields["id"] = id;
+    fields["reason"] = "--fresh: not resumed from";
+    record("checkpoint_retired", std::move(fields));
+  }
+}
+
+void Supervisor::announce_present_checkpoints() {
+  auto live = resume_candidates(m_state);
+  if (live.empty()) return;
+  json::Value fields = json::Value::object();
+  fields["count"] = live.size();
+  fields["location"] = m_spec.checkpoint_location.string();
+  fields["newest"] = live.front()->id;
+  fields["path"] = live.front()->path;
+  fields["step"] = live.front()->step ? json::Value(*live.front()->step) : json::Value();
+  record("checkpoints_found", std::move(fields));
 }
 
 void Supervisor::pick_up_pins() {
@@ -682,8 +740,16 @@ Result<platform::ChildProcess> Supervisor::launch(const ResumePoint& resume) {
   std::error_code ec;
   fs::remove(m_paths.save_request(), ec);
 
+  // The token is durable before the attempt exists: a supervisor killed between here and
+  // child_started leaves a trainer the next one still finds (and kills) by it.
+  json::Value starting = json::Value::object();
+  starting["attempt"] = m_state.child_starts + 1;
+  starting["run_token"] = m_run_token;
+  if (!record("child_starting", std::move(starting)))
+    return make_error(ErrorCode::io_error, "cannot write the job journal: the trainer is not started without a record of it");
   auto spawned = platform::ChildProcess::spawn(child);
   if (!spawned) return std::unexpected(spawned.error());
+  m_checkpoint_writes.assign(1, SystemClock::now());
   json::Value fields = json::Value::object();
   fields["pid"] = spawned->pid();
   fields["attempt"] = m_state.child_starts + 1;
@@ -696,6 +762,24 @@ Result<platform::ChildProcess> Supervisor::launch(const ResumePoint& resume) {
   return spawned;
 }
 
+std::optional<std::int64_t> Supervisor::newest_reported_step() const {
+  std::optional<std::int64_t> step = m_metrics ? m_metrics->newest_step() : std::nullopt;
+  if (!step) step = m_state.last_step;
+  return step;
+}
+
+std::optional<std::int64_t> Supervisor::newest_checkpoint_step() const {
+  auto live = resume_candidates(m_state);
+  for (const CommittedCheckpoint* c : live)
+    if (c->step) return c->step;
+  return std::nullopt;
+}
+
+// The save request goes to the processes that can take it: on Linux those whose SigCgt has the
+// save signal (a launcher such as torchrun's agent, or a trainer with no handler, would die of
+// it), on Windows the whole group only when the job declared a handler. When nothing can take
+// it, nothing is sent: the trainer's next periodic checkpoint is the save, and the journal says
+// when it is expected from the rhythm seen so far.
 void Supervisor::request_save(platform::ChildProcess& child) {
   json::Value fields = json::Value::object();
   const bool by_file = m_spec.save_request == JobSpec::SaveRequest::file || m_spec.save_request == JobSpec::SaveRequest::both;
@@ -703,34 +787,80 @@ void Supervisor::request_save(platform::ChildProcess& child) {
       m_spec.save_request == JobSpec::SaveRequest::signal || m_spec.save_request == JobSpec::SaveRequest::both;
   if (by_file) {
     json::Value request = json::Value::object();
-    request["source"] = notice_source_name(m_notice->notice.source);
-    request["deadline"] = journal_time(m_notice->notice.deadline);
+    request["source"] = notice_source_name(m_notice->source);
+    request["deadline"] = journal_time(m_notice->deadline);
     auto written = platform::write_file_atomic(m_paths.save_request(), json::dump(request) + "\n");
     if (!written) message("could not write the save request file: " + written.error().message);
-    fields["method"] = by_signal ? "both" : "file";
-  } else {
-    fields["method"] = "signal";
   }
+  fields["method"] = by_file && by_signal ? "both" : by_file ? "file" : "signal";
+  int signalled = 0;
   if (by_signal) {
-    fields["signal"] = platform::child_signal_name(m_spec.save_signal);
-    auto sent = child.send(m_spec.save_signal);
-    if (!sent) message(std::string("could not send ") + platform::child_signal_name(m_spec.save_signal) + ": " + sent.error().message);
+    const char* name = platform::child_signal_name(m_spec.save_signal);
+    fields["signal"] = name;
+    auto members = child.members(m_spec.save_signal);
+    if (!members) message(std::string("could not list the trainer's processes: ") + members.error().message);
+    SaveTargets targets = choose_save_targets(members ? *members : std::vector<platform::TreeMember>{},
+                                              m_spec.save_signal_declared);
+    if (targets.unknown) {
+      // Windows: a console event goes to the whole group.
+      if (!targets.pids.empty()) {
+        auto sent = child.send(m_spec.save_signal);
+        if (sent) signalled = static_cast<int>(members->size());
+        else message(std::string("could not send ") + name + ": " + sent.error().message);
+      } else {
+        fields["undeclared"] = true;
+      }
+    } else {
+      for (long pid : targets.pids) {
+        auto sent = child.send_to(pid, m_spec.save_signal);
+        if (sent) ++signalled;
+        else message(std::string("could not send ") + name + ": " + sent.error().message);
+      }
+    }
+    fields["signalled"] = signalled;
+    fields["spared"] = string_array(targets.spared);
+    if (targets.launcher != Launcher::none) fields["launcher"] = launcher_name(targets.launcher);
+  }
+  if (signalled == 0 && !by_file) {
+    // Nothing was asked: the next periodic checkpoint is the save.
+    fields["waiting"] = "periodic";
+    auto cadence = checkpoint_cadence(m_checkpoint_writes);
+    if (cadence) fields["cadence_ms"] = cadence->count();
+    const auto now_wall = SystemClock::now();
+    const auto save_deadline_wall = m_notice->deadline - m_spec.safety_margin;
+    if (cadence) {
+      auto expected = m_checkpoint_writes.back() + *cadence;
+      if (expected < now_wall) expected = now_wall;
+      if (expected <= save_deadline_wall) fields["expected_in_ms"] = duration_cast<milliseconds>(expected - now_wall).count();
+    }
   }
   record("save_requested", std::move(fields));
 }
 
-void Supervisor::begin_stop(platform::ChildProcess& child, SteadyClock::time_point kill_at) {
-  if (m_kill_at) {
-    m_kill_at = std::min(*m_kill_at, kill_at);
-    return;
+void Supervisor::apply(platform::ChildProcess& child, StopActions actions) {
+  merge(actions, m_pending);
+  m_pending = {};
+  if (actions.save_timed_out) {
+    json::Value fields = json::Value::object();
+    const auto received = m_stop.received();
+    fields["waited_ms"] = received ? to_ms(SteadyClock::now() - *received) : 0;
+    auto last = newest_reported_step();
+    auto kept = newest_checkpoint_step();
+    fields["last_step"] = last ? json::Value(*last) : json::Value();
+    fields["checkpoint_step"] = kept ? json::Value(*kept) : json::Value();
+    fields["lost_steps"] = last ? json::Value(*last - kept.value_or(0)) : json::Value();
+    record("save_timed_out", std::move(fields));
   }
-  auto sent = child.send(m_spec.stop_signal);
-  if (!sent) {
-    message(std::string("could not send ") + platform::child_signal_name(m_spec.stop_signal) + ": " +
-            sent.error().message + "; killing the trainer");
-    kill_at = SteadyClock::now();
+  if (actions.resume_training) m_notice.reset();  // advisory handled: training goes on
+  if (actions.send_stop) {
+    auto sent = child.send(m_spec.stop_signal);
+    if (!sent) {
+      message(std::string("could not send ") + platform::child_signal_name(m_spec.stop_signal) + ": " +
+              sent.error().message + "; killing the trainer");
+      actions.kill = true;
+    }
   }
-  m_kill_at = kill_at;
+  if (actions.kill) child.kill_tree();
 }
 
 void Supervisor::handle_notice(platform::ChildProcess& child, const PreemptionNotice& notice, StopReason reason) {
@@ -743,31 +873,30 @@ void Supervisor::handle_notice(platform::ChildProcess& child, const PreemptionNo
   }
   json::Value fields = json::Value::object();
   fields["source"] = notice_source_name(notice.source);
-  fields["kind"] = notice.kind == NoticeKind::advisory ? "advisory" : "preemption";
+  fields["kind"] = reason == StopReason::user_stop       ? "stop"
+                   : notice.kind == NoticeKind::advisory ? "advisory"
+                                                         : "preemption";
   fields["deadline"] = journal_time(notice.deadline);
   fields["detail"] = notice.detail;
   fields["event_id"] = notice.event_id;
   record("notice", std::move(fields));
 
   const auto now = SteadyClock::now();
-  const auto remaining = notice.deadline - SystemClock::now();
-  const auto save_deadline = now + duration_cast<SteadyClock::duration>(remaining) - m_spec.safety_margin;
-  const bool preemption = notice.kind == NoticeKind::preemption;
-
-  if (m_notice && m_notice->stop_after_save) {
-    // Already saving for a preemption: a later notice can only bring the deadline forward.
-    m_notice->save_deadline = std::min(m_notice->save_deadline, save_deadline);
-    return;
-  }
-  m_notice = ActiveNotice{notice, now, save_deadline, SystemClock::now() - std::chrono::seconds(1), preemption, reason};
-  if (m_spec.save_request == JobSpec::SaveRequest::none) {
-    if (preemption) {
-      m_stopping = reason;
-      begin_stop(child, std::max(now, save_deadline));
-    }
-    return;
-  }
-  request_save(child);
+  const auto now_wall = SystemClock::now();
+  StopController::Notice input;
+  input.cause = reason;
+  input.advisory = notice.kind == NoticeKind::advisory;
+  input.now = now;
+  input.now_wall = now_wall;
+  input.deadline = now + duration_cast<SteadyClock::duration>(notice.deadline - now_wall);
+  // The first notice is the one acknowledged, unless a later one carries the event to answer.
+  if (!m_notice || (m_notice->event_id.empty() && !notice.event_id.empty()) ||
+      (m_notice->kind == NoticeKind::advisory && notice.kind == NoticeKind::preemption))
+    m_notice = notice;
+  StopActions actions = m_stop.notice(input, m_spec.save_request != JobSpec::SaveRequest::none);
+  if (actions.kill && reason == StopReason::user_stop) message("second interrupt: killing the trainer now");
+  if (actions.request_save) request_save(child);
+  apply(child, actions);
 }
 
 Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProcess& child, const ResumePoint& resume) {
@@ -777,8 +906,9 @@ Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProces
   auto next_scan = started;
   bool drill_kill = false;
   m_notice.reset();
-  m_stopping = StopReason::none;
-  m_kill_at.reset();
+  m_stop.reset();
+  m_pending = {};
+  m_saved_id.clear();
 
   for (;;) {
     auto exited = child.wait_for(milliseconds(100));
@@ -790,11 +920,6 @@ Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProces
     const auto now = SteadyClock::now();
 
     while (auto request = platform::wait_termination_request(milliseconds(0))) {
-      if (m_stopping != StopReason::none && *request == platform::TerminationRequest::interrupt) {
-        message("second interrupt: killing the trainer now");
-        m_kill_at = now;
-        continue;
-      }
       PreemptionNotice notice;
       notice.source = NoticeSource::signal;
       notice.detail = platform::termination_request_name(*request);
@@ -832,41 +957,26 @@ Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProces
       next_scan = now + m_options.scan_interval;
     }
 
-    if (m_notice && m_stopping == StopReason::none) {
-      const bool saved = m_notice->save_recorded;
-      if (saved && !m_notice->stop_after_save) {
-        m_notice.reset();  // advisory handled: the checkpoint is in, training goes on
-      } else if (saved) {
-        m_stopping = m_notice->reason;
-        begin_stop(child, std::max(now + m_spec.stop_grace, now));
-      } else if (now >= m_notice->save_deadline) {
-        json::Value fields = json::Value::object();
-        fields["waited_ms"] = to_ms(now - m_notice->received);
-        record("save_timed_out", std::move(fields));
-        if (m_notice->stop_after_save) {
-          m_stopping = m_notice->reason;
-          // What is left of the margin goes to a graceful stop, then the tree is killed.
-          begin_stop(child, now + std::min<SteadyClock::duration>(m_spec.stop_grace, m_spec.safety_margin / 2));
-        } else {
-          m_notice.reset();
-        }
-      }
-    }
-    if (m_kill_at && now >= *m_kill_at) {
-      child.kill_tree();
-      m_kill_at = SteadyClock::time_point::max();
-    }
+    apply(child, m_stop.tick(SteadyClock::now()));
   }
 
   end.attempt.ran_for = duration_cast<milliseconds>(SteadyClock::now() - started);
+  // The child's group died with it (platform/child_process.h); what left the group (setsid,
+  // a daemonised helper) still carries the attempt's token. Nothing of this attempt may run
+  // beside the next one.
+  if (int stragglers = platform::kill_processes_with_environment(k_run_token_variable, m_run_token); stragglers > 0) {
+    json::Value fields = json::Value::object();
+    fields["count"] = stragglers;
+    fields["attempt"] = m_state.child_starts;
+    record("leftovers_killed", std::move(fields));
+  }
   m_child_cpu += end.exit.cpu_time;
   m_child_peak_rss = std::max(m_child_peak_rss, end.exit.peak_rss_bytes);
   scan_checkpoints(true);
 
   // A notice that arrived while the child was ending on its own still ends this run: the machine
   // is going away either way.
-  if (m_stopping == StopReason::none && m_notice && m_notice->stop_after_save) m_stopping = m_notice->reason;
-  end.stop = m_stopping;
+  end.stop = m_stop.outcome();
   end.drill_kill = drill_kill;
   end.attempt.succeeded = end.exit.succeeded() && end.stop == StopReason::none;
   end.attempt.preempted = end.stop != StopReason::none;
@@ -928,19 +1038,68 @@ std::optional<StopReason> Supervisor::wait_between_attempts(milliseconds delay) 
   }
 }
 
+std::string Supervisor::stop_report() const {
+  auto step_text = [](const CommittedCheckpoint& c) {
+    return c.step ? c.id + " (step " + std::to_string(*c.step) + ")" : c.id;
+  };
+  auto live = resume_candidates(m_state);
+  if (!m_saved_id.empty()) {
+    for (const CommittedCheckpoint* c : live)
+      if (c->id == m_saved_id) return "after saving " + step_text(*c) + "; run the same command again to resume from it";
+  }
+  const auto last = newest_reported_step();
+  if (live.empty()) {
+    std::string text = "before any checkpoint";
+    if (last && *last > 0) text += ": steps 1-" + std::to_string(*last) + " are lost";
+    return text + "; run the same command again to start over";
+  }
+  std::string text = "without a new checkpoint: the next run resumes from " + step_text(*live.front());
+  const auto kept = live.front()->step;
+  if (last && kept && *last > *kept) text += ", steps " + std::to_string(*kept + 1) + "-" + std::to_string(*last) + " are lost";
+  return text + "; run the same command again to resume";
+}
+
 SupervisorResult Supervisor::finish(Outcome outcome, std::string reason) {
   if (m_mirror) {
     if (outcome == Outcome::preempted) {
       report_remote_deadline();
     } else {
-      // Nothing is in a hurry: the checkpoints committed last go up before gpuhost exits
-      // (Ctrl-C or SIGTERM leaves the rest to the next supervisor, which resumes the uploads).
-      if (!m_mirror->idle()) message("waiting for the remote mirror to finish uploading");
-      wait_for_mirror([&] { return m_mirror->idle(); }, std::nullopt);
+      // The checkpoints committed last go up before gpuhost exits, for as long as
+      // --final-upload-timeout allows (Ctrl-C or SIGTERM leaves the rest to the next supervisor,
+      // which resumes the uploads).
+      if (!m_mirror->idle())
+        message("waiting up to " + seconds_text(duration_cast<milliseconds>(m_options.final_upload_timeout)) +
+                " for the remote mirror to finish uploading (--final-upload-timeout)");
+      wait_for_mirror([&] { return m_mirror->idle(); }, SystemClock::now() + m_options.final_upload_timeout);
     }
     m_mirror->stop();
     pump_mirror();
     m_mirror.reset();
+    // What this run handed to the mirror must be durable there; otherwise the run says so and
+    // does not end as a success.
+    std::vector<std::string> undurable;
+    for (const CommittedCheckpoint* c : resume_candidates(m_state))
+      if (c->remote_id.empty() && m_mirror_queued.contains(c->id)) undurable.push_back(c->id);
+    std::reverse(undurable.begin(), undurable.end());  // in commit order
+    if (!undurable.empty()) {
+      std::string list;
+      const std::size_t first = undurable.size() > 5 ? undurable.size() - 5 : 0;
+      if (first > 0) list = "..., ";
+      for (std::size_t i = first; i < undurable.size(); ++i) list += (i > first ? ", " : "") + undurable[i];
+      std::string what = std::to_string(undurable.size()) + (undurable.size() == 1 ? " checkpoint is" : " checkpoints are") +
+                         " NOT durable on " + redact_store_url(m_spec.remote) + " (" + list + ")";
+      if (!m_last_mirror_error.empty()) what += "; last error: " + m_last_mirror_error;
+      json::Value fields = json::Value::object();
+      fields["ids"] = string_array(undurable);
+      fields["error"] = m_last_mirror_error;
+      record("mirror_incomplete", std::move(fields));
+      if (outcome == Outcome::finished) {
+        outcome = Outcome::unmirrored;
+        reason = "the trainer finished, but " + what + "; run the same command again to retry the uploads";
+      } else {
+        reason += "; " + what;
+      }
+    }
   }
   platform::ResourceUsage self = platform::self_resource_usage();
   json::Value fields = json::Value::object();
@@ -962,11 +1121,13 @@ SupervisorResult Supervisor::finish(Outcome outcome, std::string reason) {
 }
 
 Result<SupervisorResult> Supervisor::run() {
-  if (m_journal.contents().records.empty()) {
+  const bool new_job = m_journal.contents().records.empty();
+  if (new_job) {
     json::Value fields = json::Value::object();
     fields["name"] = m_spec.name;
     fields["command"] = string_array(m_spec.command);
     fields["checkpoint_location"] = m_spec.checkpoint_location.string();
+    fields["fresh"] = m_options.fresh;
     if (!record("job_created", std::move(fields))) return make_error(ErrorCode::io_error, "cannot write the job journal in " + m_paths.dir.string());
   }
   const bool after_crash = m_state.supervisor_pid.has_value();
@@ -988,16 +1149,19 @@ Result<SupervisorResult> Supervisor::run() {
   }
 
   platform::install_termination_handlers();
+  platform::become_child_subreaper();
   start_watcher();
   start_training_metrics();
   if (m_options.on_job_ready) m_options.on_job_ready(m_spec.name, m_paths.dir);
   prime_scanner();
   m_drills_done.assign(m_options.drills.size(), false);
+  if (m_options.fresh) ignore_present_checkpoints();
   // No trainer of ours runs yet (leftovers were killed above), so what is on disk has settled:
   // checkpoints written before this run (by a trainer run without gpuhost, or in the last
   // moments before a supervisor was killed) are committed now and can be resumed from, instead
   // of being found only after a fresh start has overwritten them.
   scan_checkpoints(true);
+  if (new_job && !m_options.fresh) announce_present_checkpoints();
   if (auto mirror = start_mirror(); !mirror) {
     json::Value fields = json::Value::object();
     // Store errors quote the URL: what is journalled holds no secret a bad URL may carry.
@@ -1036,8 +1200,9 @@ Result<SupervisorResult> Supervisor::run() {
       child->kill_tree();
       return finish(Outcome::failed, "lost track of the trainer: " + end.error().message);
     }
-    if (end->stop == StopReason::preemption) return finish(Outcome::preempted, "stopped for a preemption notice");
-    if (end->stop == StopReason::user_stop) return finish(Outcome::stopped, "stopped on request");
+    if (end->stop == StopReason::preemption)
+      return finish(Outcome::preempted, "stopped for a preemption notice " + stop_report());
+    if (end->stop == StopReason::user_stop) return finish(Outcome::stopped, "stopped on request " + stop_report());
     if (end->attempt.succeeded) return finish(Outcome::finished, "the trainer finished");
 
     history.push_back(end->attempt);
@@ -1071,6 +1236,7 @@ Result<SupervisorResult> Supervisor::run() {
 const char* outcome_name(Outcome outcome) {
   switch (outcome) {
     case Outcome::finished: return "finished";
+    case Outcome::unmirrored: return "unmirrored";
     case Outcome::preempted: return "preempted";
     case Outcome::failed: return "failed";
     case Outcome::stopped: return "stopped";
@@ -1112,9 +1278,63 @@ Result<Drill> parse_drill(std::string_view text) {
   return drill;
 }
 
+namespace {
+
+// The checkpoint location a job directory was made for: job.json, else the journal's
+// job_created record. nullopt for a job that does not exist (or says nothing).
+std::optional<fs::path> journalled_location(const JobPaths& paths) {
+  std::error_code ec;
+  if (auto text = platform::read_file(paths.spec())) {
+    if (auto spec = job_spec_from_json(*text); spec && !spec->checkpoint_location.empty()) return spec->checkpoint_location;
+  }
+  if (!fs::exists(paths.journal(), ec)) return std::nullopt;
+  auto journal = read_journal(paths.journal());
+  if (!journal) return std::nullopt;
+  for (const JournalRecord& record : journal->records)
+    if (record.type == "job_created") return fs::path(record.fields.get_string("checkpoint_location"));
+  return std::nullopt;
+}
+
+bool same_location(const fs::path& a, const fs::path& b) {
+  std::error_code ec;
+  fs::path ca = fs::weakly_canonical(a, ec);
+  if (ec) ca = a.lexically_normal();
+  fs::path cb = fs::weakly_canonical(b, ec);
+  if (ec) cb = b.lexically_normal();
+  return ca == cb;
+}
+
+}  // namespace
+
+Result<JobIdentity> resolve_job_identity(const fs::path& jobs_root, const JobSpec& spec, bool name_given) {
+  JobIdentity identity;
+  identity.name = spec.name;
+  auto owner = journalled_location(job_paths(jobs_root, spec.name));
+  if (!owner || same_location(*owner, spec.checkpoint_location)) return identity;
+  if (name_given)
+    return make_error(ErrorCode::invalid_argument,
+                      "job '" + spec.name + "' supervises the checkpoints in " + owner->string() + ", not " +
+                          spec.checkpoint_location.string() + ": give this run another --name, or --checkpoints " +
+                          owner->string() + " to continue that job");
+  for (int n = 2; n < 1000; ++n) {
+    std::string suffix = "-" + std::to_string(n);
+    std::string candidate = spec.name.substr(0, 64 - suffix.size()) + suffix;
+    auto taken = journalled_location(job_paths(jobs_root, candidate));
+    if (!taken || same_location(*taken, spec.checkpoint_location)) {
+      identity.renamed_from = spec.name;
+      identity.name = candidate;
+      return identity;
+    }
+  }
+  return make_error(ErrorCode::invalid_argument, "no free job name like '" + spec.name + "-N': give this run a --name");
+}
+
 Result<SupervisorResult> run_supervisor(const SupervisorOptions& options) {
   JobSpec spec = options.spec;
-  if (spec.name.empty()) spec.name = default_job_name(spec);
+  std::error_code ec;
+  if (spec.checkpoint_location.is_relative()) spec.checkpoint_location = fs::absolute(spec.checkpoint_location, ec);
+  const bool name_given = !spec.name.empty();
+  if (!name_given) spec.name = default_job_name(spec);
   if (auto valid = validate_job_spec(spec); !valid) return std::unexpected(valid.error());
   // Before the job directory, the lock or the trainer: --encrypt sm4 on the Windows build, or a
   // misspelled suite, fails here and not after the first checkpoint.
@@ -1124,8 +1344,11 @@ Result<SupervisorResult> run_supervisor(const SupervisorOptions& options) {
                                                              ? "checking the job: unsupported on this build"
                                                              : "checking the job"));
   }
-  std::error_code ec;
-  if (spec.checkpoint_location.is_relative()) spec.checkpoint_location = fs::absolute(spec.checkpoint_location, ec);
+  JobIdentity identity = GPUHOST_TRY(resolve_job_identity(options.jobs_root, spec, name_given));
+  if (!identity.renamed_from.empty() && options.on_message)
+    options.on_message("job '" + identity.renamed_from + "' supervises the checkpoints of another folder: this run is job '" +
+                       identity.name + "' (--name to choose one)");
+  spec.name = identity.name;
 
   JobPaths paths = job_paths(options.jobs_root, spec.name);
   fs::create_directories(paths.logs(), ec);

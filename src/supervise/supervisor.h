@@ -35,7 +35,8 @@ struct Drill {
 enum class SnapshotPolicy { automatic, always, never };
 
 enum class Outcome {
-  finished,   // the trainer exited 0
+  finished,   // the trainer exited 0 and every committed checkpoint is where it should be
+  unmirrored,  // the trainer exited 0, but committed checkpoints are not durable on the remote
   preempted,  // a notice or SIGTERM: checkpoint saved (or the newest kept), child stopped; resumable
   failed,     // restarts exhausted or the trainer cannot start
   stopped,    // Ctrl-C: saved and stopped on the user's request
@@ -63,6 +64,12 @@ struct SupervisorOptions {
   bool training_metrics = true;
   // How often the newest training step is journalled as a progress record (when it changed).
   std::chrono::milliseconds progress_interval{std::chrono::seconds(30)};
+  // Start from scratch: checkpoints already on disk (or committed by earlier runs of the job)
+  // are never resumed from; the trainer's new ones are committed as it writes them.
+  bool fresh = false;
+  // With a remote: how long a finished job waits for its last uploads before it ends as
+  // `unmirrored` (the uploads resume with the next `gpuhost run` of the job).
+  std::chrono::milliseconds final_upload_timeout{std::chrono::minutes(15)};
 };
 
 struct SupervisorResult {
@@ -72,6 +79,19 @@ struct SupervisorResult {
   std::filesystem::path job_dir;
   JobState state;  // folded from the journal at the end
 };
+
+// The job a run belongs to. A job is its checkpoint location: with no --name, the name from
+// default_job_name() unless a job of that name supervises another location, then the first of
+// NAME-2, NAME-3 ... that is free or supervises this one (`renamed_from` says which was taken).
+// A --name whose job supervises another location is refused (invalid_argument, saying both), so
+// one experiment never resumes from another's checkpoints. `spec.checkpoint_location` must be
+// absolute.
+struct JobIdentity {
+  std::string name;
+  std::string renamed_from;  // the default name that belonged to another location, or empty
+};
+[[nodiscard]] Result<JobIdentity> resolve_job_identity(const std::filesystem::path& jobs_root, const JobSpec& spec,
+                                                       bool name_given);
 
 // Runs the job to an outcome: takes the job's lock, replays its journal, kills leftovers of a
 // previous supervisor, resumes from the newest checkpoint that re-validates, supervises the child

@@ -795,7 +795,9 @@ class PyTorchTrainer(RunTestCase):
         records = job.journal()
         starts = [i for i, r in enumerate(records) if r["type"] == "child_started"]
         self.assertEqual(len(starts), 2, job.summary())
-        self.assertEqual(records[starts[0] + 1:starts[1]][-2]["type"], "child_exited")
+        # The restart's token is journalled before it starts (child_starting).
+        self.assertEqual([r["type"] for r in records[starts[0] + 1:starts[1]]][-3:],
+                         ["child_exited", "restart_scheduled", "child_starting"])
         newest = self.assert_resumed_from_newest(job, starts[1])
         with open(job.final, "rb") as f:
             self.assertEqual(f.read(), torch_reference_state(self.STEPS), "resumed run differs from an uninterrupted one")

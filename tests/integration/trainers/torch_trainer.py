@@ -17,7 +17,10 @@ Layouts (--layout):
 Resumes from --resume or GPUHOST_RESUME_FROM (a .pt file or a checkpoint-N dir) and appends
 "OK <path> <step>" / "INVALID <path> <reason>" to --resume-log (exit 3 when invalid). SIGUSR1
 (SIGBREAK on Windows) or the file GPUHOST_SAVE_REQUEST saves at the end of the step ("save
-requested at step N"); SIGTERM exits 143 after the step. --final-state writes the raw bytes of
+requested at step N"); SIGTERM exits 143 after the step. With --handlers none it is the trainer
+most users run (HF Trainer, Ultralytics, most scripts): no signal handler at all (SIGUSR1 and
+SIGTERM keep their default action, which kills it) and no look at GPUHOST_SAVE_REQUEST, so it
+saves only on its own schedule. --final-state writes the raw bytes of
 all parameters, in order, for comparing runs. Prints "step N loss X" every step.
 """
 import argparse
@@ -53,6 +56,8 @@ def parse_args(argv):
     p.add_argument("--resume-log", default=None)
     p.add_argument("--final-state", default=None)
     p.add_argument("--pid-file", default=None)
+    p.add_argument("--handlers", choices=["gpuhost", "none"], default="gpuhost",
+                   help="none: no signal handler and no save-request file, like an unchanged trainer")
     return p.parse_args(argv)
 
 
@@ -161,7 +166,8 @@ def take_save_request(request_file):
 
 def main(argv):
     args = parse_args(argv)
-    install_handlers()
+    if args.handlers == "gpuhost":
+        install_handlers()
     if args.pid_file:
         with open(args.pid_file, "w") as f:
             f.write("%d\n" % os.getpid())
@@ -186,7 +192,7 @@ def main(argv):
         append_line(args.resume_log, "OK %s %d" % (resume, step))
         print("resumed from %s at step %d" % (resume, step), flush=True)
 
-    request_file = os.environ.get("GPUHOST_SAVE_REQUEST") or None
+    request_file = (os.environ.get("GPUHOST_SAVE_REQUEST") or None) if args.handlers == "gpuhost" else None
     loss_history = []
     model.train()
     while step < args.steps:

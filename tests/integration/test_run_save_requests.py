@@ -1,0 +1,255 @@
+"""`gpuhost run` with trainers nobody changed for it, as users run them (Debian's python3-torch,
+real signals, real torchrun): a trainer with no signal handler at all, whose only saves are its
+own periodic ones; one whose next save cannot land before the deadline; a DDP trainer under
+`torchrun --nproc_per_node=2`, whose agent handles SIGTERM but not the save signal; and Ctrl-C
+pressed twice.
+
+What must hold: the save signal never kills anything (no "killed by SIGUSR1", the torchrun agent
+is left alone); the save is a checkpoint whose bytes were written after the notice; a missed
+save is reported with the steps it loses; exit codes are 75 (preempted) and 130 (stopped); a
+rerun resumes bit-identical to an uninterrupted run. Notices come from SIGTERM to gpuhost (30 s
+deadline), sent once the trainer is seen training, so a slow machine does not change the case.
+Skipped without Debian's python3-torch (install-deps.sh installs it)."""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import unittest
+
+from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP
+from test_run_cli import SYSTEM_PYTHON, TORCH_TRAINER, RunTestCase, parse_time, read_journal, torch_available
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DDP_TRAINER = os.path.join(HERE, "trainers", "ddp_trainer.py")
+FAST = ["--settle", "0.3", "--cloud", "none", "--quiet", "--backoff", "0.1"]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class TorchJob:
+    """A job in a fresh folder: GPUHOST_HOME, checkpoint folder, final-state file."""
+
+    def __init__(self, test, label):
+        self.test = test
+        self.name = label
+        self.dir = os.path.join(TMP, "run-save-requests", label)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        self.home = os.path.join(self.dir, "home")
+        self.ck = os.path.join(self.dir, "ck")
+        self.final = os.path.join(self.dir, "final.state")
+        self.job_dir = os.path.join(self.home, "jobs", label)
+        self.runs = 0
+
+    def env(self):
+        env = dict(os.environ)
+        env["NO_COLOR"] = "1"
+        env["GPUHOST_HOME"] = self.home
+        env.pop("GPUHOST_SAVE_REQUEST", None)
+        return env
+
+    def torch(self, steps, every, step_time, handlers="none"):
+        return [SYSTEM_PYTHON, TORCH_TRAINER, "--steps", str(steps), "--every", str(every), "--step-time",
+                str(step_time), "--out", self.ck, "--final-state", self.final, "--handlers", handlers,
+                "--resume", "{resume}"]
+
+    def torchrun(self, steps, every, step_time, handlers="gpuhost"):
+        # Debian's torch 1.13 on Python 3.11: the default --redirects/--tee fail to parse (IntFlag).
+        return ["/usr/bin/torchrun", "--nproc_per_node=2", "-r", "9:1", "-t", "9:1", "--master_addr", "127.0.0.1",
+                "--master_port", str(free_port()), DDP_TRAINER, "--steps", str(steps), "--every", str(every),
+                "--step-time", str(step_time), "--out", self.ck, "--final-state", self.final, "--handlers", handlers,
+                "--resume", "{resume}"]
+
+    def argv(self, flags, trainer):
+        return [BIN, "run", "--name", self.name, "--checkpoints", self.ck] + FAST + list(flags) + ["--"] + trainer
+
+    def start(self, flags, trainer):
+        self.runs += 1
+        self.err_path = os.path.join(self.dir, "gpuhost-%d.err" % self.runs)
+        err = open(self.err_path, "w")
+        proc = subprocess.Popen(self.argv(flags, trainer), env=self.env(), stdout=subprocess.DEVNULL, stderr=err)
+        err.close()
+        self.test.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
+        return proc
+
+    def run(self, flags, trainer, timeout=300):
+        self.runs += 1
+        return subprocess.run(self.argv(flags, trainer), env=self.env(), capture_output=True, text=True, timeout=timeout)
+
+    def journal(self):
+        path = os.path.join(self.job_dir, "journal.jsonl")
+        return read_journal(path) if os.path.exists(path) else []
+
+    def records(self, kind):
+        return [r for r in self.journal() if r["type"] == kind]
+
+    def stdout_log(self):
+        path = os.path.join(self.job_dir, "logs", "stdout.log")
+        if not os.path.exists(path):
+            return ""
+        with open(path, errors="replace") as f:
+            return f.read()
+
+    def summary(self):
+        return "\n  " + "\n  ".join(str(r)[:300] for r in self.journal())
+
+    def wait_for(self, predicate, what, proc, timeout=180):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return
+            if proc.poll() is not None:
+                self.test.fail("gpuhost exited (%d) before %s:%s" % (proc.returncode, what, self.summary()))
+            time.sleep(0.1)
+        self.test.fail("timed out waiting for " + what + self.summary())
+
+    def stderr(self):
+        with open(self.err_path) as f:
+            return f.read()
+
+
+_references = {}
+
+
+def reference(kind, steps):
+    """Final weights of an uninterrupted run of the same trainer (computed once per shape)."""
+    key = (kind, steps)
+    if key not in _references:
+        job = TorchJob(None, "reference-%s-%d" % (kind, steps))
+        command = job.torch(steps, 0, 0) if kind == "torch" else job.torchrun(steps, 0, 0)
+        command = [c for c in command if c not in ("--resume", "{resume}")]
+        subprocess.run(command, check=True, capture_output=True, timeout=600, cwd=job.dir)
+        with open(job.final, "rb") as f:
+            _references[key] = f.read()
+    return _references[key]
+
+
+@unittest.skipIf(IS_WINDOWS_BUILD, "Linux signals; test_run_windows.py covers the Windows rule")
+@unittest.skipUnless(torch_available(), "needs Debian's python3-torch")
+class UnchangedTrainers(RunTestCase):
+    def assert_never_killed_by_the_save_signal(self, job):
+        for exited in job.records("child_exited"):
+            self.assertNotIn("SIGUSR1", exited["description"], job.summary())
+
+    def assert_save_written_after_notice(self, job):
+        records = job.journal()
+        notice = next(r for r in records if r["type"] == "notice")
+        saves = [r for r in records if r["type"] == "save_completed"]
+        self.assertEqual(len(saves), 1, job.summary())
+        commit = next(r for r in records if r["type"] == "checkpoint_committed" and "ck-%d" % r["seq"] == saves[0]["id"])
+        # Judged by when the bytes were written (the mtime gpuhost journals), not when they were
+        # committed: a checkpoint written before the notice and committed after it is no save.
+        self.assertGreaterEqual(parse_time(commit["modified"]), parse_time(notice["time"]), job.summary())
+        self.assertLess(parse_time(commit["time"]), parse_time(notice["deadline"]))
+        for earlier in records:
+            if earlier["type"] == "checkpoint_committed" and earlier["seq"] > notice["seq"] and earlier["seq"] < commit["seq"]:
+                self.assertLess(parse_time(earlier["modified"]), parse_time(notice["time"]), "an earlier save was missed")
+        return commit
+
+    def test_no_handler_the_next_periodic_checkpoint_is_the_save(self):
+        job = TorchJob(self, "no-handler-periodic")
+        steps = 400
+        proc = job.start([], job.torch(steps, every=25, step_time=0.06))
+        job.wait_for(lambda: len(job.records("checkpoint_committed")) >= 2, "two periodic checkpoints", proc)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+        self.assertEqual(proc.returncode, 75, job.stderr() + job.summary())
+        requested = job.records("save_requested")
+        self.assertEqual(len(requested), 1, job.summary())
+        self.assertEqual(requested[0]["signalled"], 0, "a trainer with no handler was sent the save signal")
+        self.assertEqual(requested[0]["waiting"], "periodic")
+        self.assertIn("expected_in_ms", requested[0], "the cadence of two checkpoints gives an expectation")
+        self.assertIn("waiting for the next periodic checkpoint", job.stderr())
+        saved = self.assert_save_written_after_notice(job)
+        self.assert_never_killed_by_the_save_signal(job)
+        self.assertIn("after saving ck-%d" % saved["seq"], job.stderr())
+        self.assertIn("run the same command again", job.stderr())
+        # The rerun resumes from that checkpoint and ends where an uninterrupted run ends.
+        rerun = job.run([], job.torch(steps, every=0, step_time=0))
+        self.assert_exit(rerun, 0)
+        started = job.records("child_started")[-1]
+        self.assertEqual(started["resume_from"], "ck-%d" % saved["seq"])
+        self.assertEqual(open(job.final, "rb").read(), reference("torch", steps))
+
+    def test_no_handler_and_no_save_in_time_stops_at_the_deadline_and_names_the_lost_steps(self):
+        job = TorchJob(self, "no-handler-late")
+        # Its first checkpoint would come at step 100000: none lands before the deadline (the 20 s
+        # margin leaves 10 s of the 30 s).
+        proc = job.start(["--safety-margin", "20"], job.torch(100000, every=100000, step_time=0.02))
+        job.wait_for(lambda: "step 40 " in job.stdout_log(), "training", proc)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+        self.assertEqual(proc.returncode, 75, job.stderr() + job.summary())
+        timed_out = job.records("save_timed_out")
+        self.assertEqual(len(timed_out), 1, job.summary())
+        self.assertIsNone(timed_out[0]["checkpoint_step"])
+        self.assertGreaterEqual(timed_out[0]["last_step"], 40)
+        self.assertEqual(timed_out[0]["lost_steps"], timed_out[0]["last_step"])
+        self.assertIn("steps 1-%d are lost (no checkpoint to resume from)" % timed_out[0]["last_step"], job.stderr())
+        self.assertIn("before any checkpoint: steps 1-", job.stderr())
+        self.assertEqual(job.records("save_completed"), [])
+        self.assert_never_killed_by_the_save_signal(job)
+        self.assertEqual(job.records("child_exited")[-1]["cause"], "preempted")
+
+    def test_handler_saves_at_once(self):
+        job = TorchJob(self, "handler")
+        steps = 300
+        proc = job.start([], job.torch(steps, every=0, step_time=0.03, handlers="gpuhost"))
+        job.wait_for(lambda: "step 30 " in job.stdout_log(), "training", proc)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+        self.assertEqual(proc.returncode, 75, job.stderr() + job.summary())
+        self.assertEqual(job.records("save_requested")[0]["signalled"], 1)
+        self.assertIn("save requested at step", job.stdout_log())
+        saved = self.assert_save_written_after_notice(job)
+        rerun = job.run([], job.torch(steps, every=0, step_time=0, handlers="gpuhost"))
+        self.assert_exit(rerun, 0)
+        self.assertEqual(job.records("child_started")[-1]["resume_from"], "ck-%d" % saved["seq"])
+        self.assertEqual(open(job.final, "rb").read(), reference("torch", steps))
+
+    def test_torchrun_workers_save_at_the_notice_and_the_agent_is_spared(self):
+        job = TorchJob(self, "torchrun")
+        steps = 1500
+        proc = job.start([], job.torchrun(steps, every=0, step_time=0.01))
+        job.wait_for(lambda: "step 100 " in job.stdout_log(), "DDP training", proc, timeout=240)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=180)
+        self.assertEqual(proc.returncode, 75, job.stderr() + job.summary())
+        requested = job.records("save_requested")[0]
+        self.assertEqual(requested["launcher"], "torchrun")
+        self.assertEqual(requested["signalled"], 2, "both workers catch SIGUSR1")
+        self.assertTrue(any(s.startswith("torchrun (pid ") for s in requested["spared"]), requested)
+        self.assertIn("save requested at step", job.stdout_log())
+        saved = self.assert_save_written_after_notice(job)
+        self.assert_never_killed_by_the_save_signal(job)
+        rerun = job.run([], job.torchrun(steps, every=0, step_time=0))
+        self.assert_exit(rerun, 0)
+        self.assertEqual(job.records("child_started")[-1]["resume_from"], "ck-%d" % saved["seq"])
+        self.assertEqual(open(job.final, "rb").read(), reference("torchrun", steps))
+
+    def test_second_ctrl_c_kills_at_once(self):
+        job = TorchJob(self, "ctrl-c-twice")
+        proc = job.start([], job.torch(100000, every=100000, step_time=0.02))
+        job.wait_for(lambda: "step 20 " in job.stdout_log(), "training", proc)
+        proc.send_signal(signal.SIGINT)
+        job.wait_for(lambda: job.records("save_requested"), "the save request", proc)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+        self.assertEqual(proc.returncode, 130, job.stderr() + job.summary())
+        notices = job.records("notice")
+        self.assertEqual([n["kind"] for n in notices], ["stop", "stop"], job.summary())
+        self.assertIn("second interrupt: killing the trainer now", job.stderr())
+        self.assertEqual(job.records("save_timed_out"), [], "the second Ctrl-C waited for the save timeout")
+        self.assertEqual(job.records("child_exited")[-1]["description"], "killed by SIGKILL")
+        self.assertIn("stop requested (", job.stderr())
+        self.assertNotIn("notice from signal: preemption", job.stderr())
+
+
+if __name__ == "__main__":
+    unittest.main()
