@@ -513,6 +513,12 @@ int run_run(CommandContext& context) {
     json::Value doc = job_status_json(result->state);
     doc["outcome"] = supervise::outcome_name(result->outcome);
     doc["reason"] = result->reason;
+    if (!result->stderr_log.empty()) {
+      doc["stderr_log"] = result->stderr_log.string();
+      json::Value lines = json::Value::array();
+      for (const auto& line : result->last_stderr) lines.push_back(line);
+      doc["last_stderr"] = std::move(lines);
+    }
     doc["exit_code"] = code;
     doc["job_dir"] = result->job_dir.string();
     if (!dashboard_url.empty()) doc["dashboard_url"] = dashboard_url;
@@ -524,7 +530,13 @@ int run_run(CommandContext& context) {
                           : result->outcome == supervise::Outcome::failed ? style.red(summary)
                                                                           : style.yellow(summary);
     std::cerr << style.dim("gpuhost: ") << colored << " (exit " << code << "; gpuhost status "
-              << result->job_name << " shows the journal)\n";
+              << result->job_name << " shows the journal)";
+    std::cerr << "\n";
+    if (!result->stderr_log.empty()) {
+      if (!result->last_stderr.empty()) std::cerr << style.dim("gpuhost: ") << "the trainer's last stderr lines:\n";
+      for (const auto& line : result->last_stderr) std::cerr << "    " << line << "\n";
+      std::cerr << style.dim("gpuhost: ") << "its whole output: " << result->stderr_log.string() << "\n";
+    }
   }
   return code;
 }

@@ -47,4 +47,38 @@ void RotatingLog::rotate() {
   m_size = 0;
 }
 
+void OutputTail::write(std::string_view text) {
+  std::lock_guard lock(m_mutex);
+  m_text.append(text);
+  if (m_text.size() > 2 * m_max) m_text.erase(0, m_text.size() - m_max);
+}
+
+std::vector<std::string> OutputTail::last_lines(std::size_t count) const {
+  std::string text;
+  {
+    std::lock_guard lock(m_mutex);
+    text = m_text.size() > m_max ? m_text.substr(m_text.size() - m_max) : m_text;
+  }
+  std::vector<std::string> lines;
+  std::size_t end = text.size();
+  while (end > 0 && lines.size() < count) {
+    std::size_t start = text.rfind('\n', end - 1);
+    std::size_t from = start == std::string::npos ? 0 : start + 1;
+    std::string line = text.substr(from, end - from);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    // Progress bars redraw with '\r': the last frame is what the user saw.
+    if (auto cr = line.rfind('\r'); cr != std::string::npos) line = line.substr(cr + 1);
+    if (line.size() > 300) line = line.substr(0, 300) + "...";
+    if (!line.empty()) lines.push_back(std::move(line));
+    if (start == std::string::npos) break;
+    end = start;
+  }
+  return {lines.rbegin(), lines.rend()};
+}
+
+void OutputTail::clear() {
+  std::lock_guard lock(m_mutex);
+  m_text.clear();
+}
+
 }  // namespace gpuhost::supervise

@@ -4,7 +4,9 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/error.h"
 
@@ -33,6 +35,22 @@ class RotatingLog {
   std::ofstream m_file;           // guarded by m_mutex
   std::uint64_t m_size = 0;       // guarded by m_mutex
   std::uint64_t m_failed = 0;     // guarded by m_mutex
+};
+
+// The last few KiB of a stream (the trainer's stderr), so a final message can quote the lines
+// that explain a failure without reading the log back. Thread-safe.
+class OutputTail {
+ public:
+  explicit OutputTail(std::size_t max_bytes = 8192) : m_max(max_bytes) {}
+  void write(std::string_view text);
+  // Up to `count` last non-empty lines, oldest first, each cut to 300 characters.
+  [[nodiscard]] std::vector<std::string> last_lines(std::size_t count) const;
+  void clear();
+
+ private:
+  const std::size_t m_max;
+  mutable std::mutex m_mutex;
+  std::string m_text;  // guarded by m_mutex
 };
 
 }  // namespace gpuhost::supervise

@@ -53,6 +53,18 @@ std::optional<std::string> crash_loop(const RestartPolicy& policy, const std::ve
   return std::nullopt;
 }
 
+// The trailing streak of identical quick crashes (same failure text, each within the start-up
+// window), as the attempts it holds; empty when the last attempt is not one.
+std::vector<const Attempt*> startup_streak(const RestartPolicy& policy, const std::vector<Attempt>& history) {
+  std::vector<const Attempt*> streak;
+  for (auto it = history.rbegin(); it != history.rend(); ++it) {
+    if (!crashed(*it) || it->ran_for > policy.startup_window) break;
+    if (!streak.empty() && it->failure != streak.front()->failure) break;
+    streak.push_back(&*it);
+  }
+  return streak;
+}
+
 }  // namespace
 
 RestartDecision decide_restart(const RestartPolicy& policy, const std::vector<Attempt>& history) {
@@ -74,6 +86,28 @@ RestartDecision decide_restart(const RestartPolicy& policy, const std::vector<At
   }
 
   const int crashes = static_cast<int>(std::count_if(history.begin(), history.end(), crashed));
+  const int needed = std::max(policy.crash_loop_failures, 1);
+  if (policy.crash_loop_failures > 0) {
+    auto streak = startup_streak(policy, history);
+    const bool nothing_to_resume =
+        static_cast<int>(streak.size()) >= needed &&
+        std::all_of(streak.begin(), streak.begin() + needed, [](const Attempt* a) { return !a->resumed_from; });
+    // Twice the count, from at least two checkpoints: one rollback already changed nothing.
+    bool several_checkpoints = false;
+    if (static_cast<int>(streak.size()) >= 2 * needed) {
+      for (int i = 1; i < 2 * needed; ++i) several_checkpoints |= streak[i]->resumed_from != streak[0]->resumed_from;
+    }
+    if (nothing_to_resume || several_checkpoints) {
+      decision.action = RestartDecision::Action::give_up;
+      decision.reason = "the trainer failed the same way (" + last.failure + ") within " +
+                        seconds_text(policy.startup_window) + " of starting, " + std::to_string(streak.size()) +
+                        " times in a row" +
+                        (nothing_to_resume ? std::string(" with nothing to resume from")
+                                           : std::string(" from different checkpoints")) +
+                        ": restarting will not fix it";
+      return decision;
+    }
+  }
   decision.mark_bad = crash_loop(policy, history);
   std::string loop_note;
   if (decision.mark_bad)

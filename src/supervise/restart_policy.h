@@ -17,6 +17,12 @@ struct RestartPolicy {
   // and the next resume falls back to the one before it. 0 disables.
   int crash_loop_failures = 3;
   std::chrono::milliseconds crash_loop_window{std::chrono::seconds(120)};
+  // A trainer that fails the same way (same exit) this soon after every start, crash_loop_failures
+  // times in a row, is not helped by restarting: with nothing to resume from, or after a
+  // crash-loop rollback that changed nothing (the same failure from the checkpoint before), the
+  // run gives up instead of restarting for minutes or marking one good checkpoint after another
+  // bad. A typo in the script, a missing module, a wrong path.
+  std::chrono::milliseconds startup_window{std::chrono::seconds(10)};
 };
 
 // One finished attempt of the child, as the policy sees it.
@@ -25,6 +31,7 @@ struct Attempt {
   std::chrono::milliseconds ran_for{0};
   bool succeeded = false;  // exit code 0
   bool preempted = false;  // stopped by us because of a notice (not a crash)
+  std::string failure;     // how it ended ("exit code 1", "killed by SIGSEGV"): same text, same failure
 };
 
 struct RestartDecision {
@@ -48,6 +55,10 @@ struct RestartDecision {
 //     checkpoint count towards a streak (a success, a preemption, a longer run, a fresh start or
 //     another checkpoint ends it); when the streak reaches crash_loop_failures, mark_bad names
 //     that checkpoint and the streak starts again from zero.
+//   - the same failure at start-up: crash_loop_failures crashes in a row with the same `failure`,
+//     each within startup_window, all with nothing to resume from, give up at once; and a crash
+//     loop whose failure is the one that already marked the checkpoint before it bad gives up
+//     instead of marking another (the checkpoint is not the cause).
 [[nodiscard]] RestartDecision decide_restart(const RestartPolicy& policy, const std::vector<Attempt>& history);
 
 }  // namespace gpuhost::supervise

@@ -4,7 +4,7 @@
 
 #include "base/error.h"
 #include "supervise/checkpoint.h"
-#include "supervise/supervisor.h"
+#include "supervise/checkpoint_ledger.h"
 
 namespace gpuhost::supervise {
 

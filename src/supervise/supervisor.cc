@@ -19,12 +19,12 @@
 #include "platform/system_info.h"
 #include "platform/termination.h"
 #include "crypt/cipher_suite.h"
-#include "store/store.h"
-#include "supervise/checkpoint_scanner.h"
-#include "supervise/mirror.h"
+#include "supervise/checkpoint_ledger.h"
+#include "supervise/job_mirror.h"
+#include "supervise/job_recorder.h"
 #include "supervise/output_log.h"
-#include "supervise/snapshot.h"
 #include "supervise/stop_controller.h"
+#include "supervise/trainer_launch.h"
 #include "supervise/training_metrics.h"
 
 namespace gpuhost::supervise {
@@ -35,8 +35,6 @@ using SteadyClock = std::chrono::steady_clock;
 using SystemClock = std::chrono::system_clock;
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
-
-constexpr const char* k_run_token_variable = "GPUHOST_RUN_TOKEN";
 
 // A disk with less than this free (or less than the newest checkpoint's size) is reported when
 // the trainer fails: the usual cause of a crash in the middle of a save.
@@ -104,45 +102,47 @@ class NoticeInbox {
 
 using StopReason = StopCause;
 
+void merge(StopActions& into, const StopActions& more) {
+  into.request_save |= more.request_save;
+  into.send_stop |= more.send_stop;
+  into.kill |= more.kill;
+  into.save_completed |= more.save_completed;
+  into.save_timed_out |= more.save_timed_out;
+  into.resume_training |= more.resume_training;
+}
+
+// The supervisor's loop: one trainer attempt after another, notices turned into saves and stops
+// (stop_controller.h), restarts by the policy. The journal and the state folded from it are the
+// recorder's; checkpoints are the ledger's; the remote is the mirror's.
 class Supervisor {
  public:
   Supervisor(const SupervisorOptions& options, JobSpec spec, JobPaths paths, Journal journal)
-      : m_options(options), m_spec(std::move(spec)), m_paths(std::move(paths)), m_journal(std::move(journal)),
+      : m_options(options), m_spec(std::move(spec)), m_paths(std::move(paths)),
+        m_recorder(std::move(journal), JobRecorder::Callbacks{options.on_record, options.on_message}),
+        m_ledger(m_recorder, m_spec, m_paths, options.snapshots,
+                 CheckpointLedger::Hooks{[this](const CommittedCheckpoint& c, SystemClock::time_point written) {
+                                           on_committed(c, written);
+                                         },
+                                         [this](const CommittedCheckpoint& c) {
+                                           if (m_mirror) m_mirror->retired(c);
+                                         }}),
         m_stdout_log(m_paths.logs() / "stdout.log"), m_stderr_log(m_paths.logs() / "stderr.log"),
-        m_scanner(ScannerOptions{m_spec.checkpoint_location, m_spec.settle, m_spec.marker, m_spec.ignore}),
-        m_stop(StopTiming{m_spec.safety_margin, m_spec.stop_grace}) {
-    m_state = fold_journal(m_journal.contents().records);
-  }
+        m_stop(StopTiming{m_spec.safety_margin, m_spec.stop_grace}) {}
 
   Result<SupervisorResult> run();
 
  private:
-  // Journal access. record() returns false (and says so once) when the journal cannot be written:
-  // supervision goes on, but nothing unrecorded is ever treated as committed.
-  bool record(std::string_view type, json::Value fields);
-  void message(std::string_view text) const {
-    if (m_options.on_message) m_options.on_message(text);
-  }
+  bool record(std::string_view type, json::Value fields) { return m_recorder.record(type, std::move(fields)); }
+  void message(std::string_view text) const { m_recorder.message(text); }
+  const JobState& state() const { return m_recorder.state(); }
 
   void start_watcher();
   void start_training_metrics();
   void record_progress(bool now = false);
-  void prime_scanner();
-  void scan_checkpoints(bool settle_now);
-  void commit(const CheckpointVerdict& verdict);
-  void apply_retention();
-  void pick_up_pins();
-  // --fresh: what is on disk now is seen but not committed, what earlier runs committed is
-  // retired, so nothing is resumed from.
-  void ignore_present_checkpoints();
-  // A new job that found checkpoints in its folder says so, with the one it resumes from.
-  void announce_present_checkpoints();
-
-  struct ResumePoint {
-    std::optional<std::string> id;
-    std::optional<std::string> path;
-  };
-  ResumePoint choose_resume_point();
+  void scan_checkpoints(bool settled) { m_ledger.scan(settled); }
+  // A checkpoint was committed: the mirror uploads it, the stop controller judges whether it is
+  // the save a notice asked for.
+  void on_committed(const CommittedCheckpoint& checkpoint, SystemClock::time_point written);
   Result<platform::ChildProcess> launch(const ResumePoint& resume);
 
   // One life of the child; returns how it ended.
@@ -162,44 +162,30 @@ class Supervisor {
   // The newest step the trainer reported and the newest committed checkpoint's step.
   std::optional<std::int64_t> newest_reported_step() const;
   std::optional<std::int64_t> newest_checkpoint_step() const;
+  void acknowledge_notice();
   void check_disk_after_failure();
   std::optional<StopReason> wait_between_attempts(milliseconds delay);
-  SupervisorResult finish(Outcome outcome, std::string reason);
   // After a stop: which checkpoint was saved, or what is lost and where a rerun resumes.
   std::string stop_report() const;
-
-  // The remote mirror (doc/remote-store.md); all no-ops without one.
-  Result<void> start_mirror();
-  void restore_from_remote();
-  void mirror_committed(const CommittedCheckpoint& checkpoint);
-  void pump_mirror();
-  // Waits (journalling the mirror's progress) until `done` or `until`; false on timeout or a
-  // termination request.
-  bool wait_for_mirror(const std::function<bool()>& done, std::optional<SystemClock::time_point> until);
-  void acknowledge_notice();
-  void report_remote_deadline();
+  SupervisorResult finish(Outcome outcome, std::string reason);
 
   const SupervisorOptions& m_options;
   JobSpec m_spec;
   JobPaths m_paths;
-  Journal m_journal;
+  JobRecorder m_recorder;
+  CheckpointLedger m_ledger;
   RotatingLog m_stdout_log;
   RotatingLog m_stderr_log;
-  CheckpointScanner m_scanner;
-  JobState m_state;
+  OutputTail m_stderr_tail;  // the last attempt's stderr, for the failure message
   NoticeInbox m_inbox;
   std::unique_ptr<NoticeWatcher> m_watcher;
-  bool m_journal_failed = false;
   std::string m_run_token;
-  int m_attempt_number = 0;
   std::optional<SteadyClock::time_point> m_first_start;
   std::vector<bool> m_drills_done;
   std::chrono::microseconds m_child_cpu{0};
   std::uint64_t m_child_peak_rss = 0;
   std::unique_ptr<TrainingMetricsRecorder> m_metrics;  // null with training_metrics off
-  std::unique_ptr<Mirror> m_mirror;                    // null without a remote
-  std::set<std::string> m_mirror_queued;               // checkpoint ids handed to the mirror
-  std::string m_last_mirror_error;                     // of the newest mirror_failed, shortened
+  std::unique_ptr<JobMirror> m_mirror;                 // null without a remote
   std::filesystem::path m_metrics_channel;
   SteadyClock::time_point m_next_progress{};
   std::optional<std::int64_t> m_last_progress_step;
@@ -216,15 +202,6 @@ class Supervisor {
   // a cautious one: it includes the start-up).
   std::vector<SystemClock::time_point> m_checkpoint_writes;
 };
-
-void merge(StopActions& into, const StopActions& more) {
-  into.request_save |= more.request_save;
-  into.send_stop |= more.send_stop;
-  into.kill |= more.kill;
-  into.save_completed |= more.save_completed;
-  into.save_timed_out |= more.save_timed_out;
-  into.resume_training |= more.resume_training;
-}
 
 void Supervisor::start_training_metrics() {
   if (!m_options.training_metrics) return;
@@ -264,20 +241,6 @@ void Supervisor::record_progress(bool right_now) {
   record("progress", std::move(fields));
 }
 
-bool Supervisor::record(std::string_view type, json::Value fields) {
-  auto appended = m_journal.append(type, std::move(fields));
-  if (!appended) {
-    if (!m_journal_failed) message("cannot write the job journal: " + appended.error().message);
-    m_journal_failed = true;
-    return false;
-  }
-  m_journal_failed = false;
-  // Only the new record: re-folding the whole journal made every append cost O(records).
-  fold_more(m_state, std::span<const JournalRecord>(*appended, 1));
-  if (m_options.on_record) m_options.on_record(**appended);
-  return true;
-}
-
 void Supervisor::start_watcher() {
   std::string evidence;
   std::optional<NoticeSource> cloud = watched_cloud(m_spec, evidence);
@@ -301,90 +264,17 @@ void Supervisor::start_watcher() {
   m_watcher = std::make_unique<NoticeWatcher>(options, callbacks);
 }
 
-// Checkpoints committed by an earlier supervisor that are unchanged on disk are not hashed
-// again; anything else on disk is found, validated and committed by the first scans.
-void Supervisor::prime_scanner() {
-  for (const auto& record : m_journal.contents().records) {
-    if (record.type != "checkpoint_committed") continue;
-    fs::path path = record.fields.get_string("path");
-    auto verdict = validate_checkpoint(path, ValidationDepth::structure);
-    if (!verdict || !verdict->valid) continue;
-    if (verdict->size_bytes != static_cast<std::uint64_t>(record.fields.get_int("size_bytes", -1))) continue;
-    if (journal_time(verdict->modified) != record.fields.get_string("modified")) continue;
-    verdict->content_hash = record.fields.get_string("content_hash");  // structure depth has none
-    m_scanner.mark_seen(path, *verdict);
-  }
-}
-
-void Supervisor::scan_checkpoints(bool settle_now) {
-  auto now = SteadyClock::now();
-  auto scanned = m_scanner.scan(now);
-  if (settle_now && scanned) {
-    // The child has exited: nothing is being written any more, so what is there has settled.
-    auto again = m_scanner.scan(now + m_spec.settle + milliseconds(1));
-    if (again) {
-      scanned->ready.insert(scanned->ready.end(), again->ready.begin(), again->ready.end());
-      scanned->rejected.insert(scanned->rejected.end(), again->rejected.begin(), again->rejected.end());
-    }
-  }
-  if (!scanned) {
-    message("scanning " + m_spec.checkpoint_location.string() + ": " + scanned.error().message);
-    return;
-  }
-  for (const auto& verdict : scanned->rejected) {
-    json::Value fields = json::Value::object();
-    fields["path"] = verdict.path.string();
-    fields["format"] = checkpoint_format_name(verdict.format);
-    fields["problem"] = verdict.problem;
-    record("checkpoint_rejected", std::move(fields));
-  }
-  for (const auto& verdict : scanned->ready) commit(verdict);
-  if (!scanned->ready.empty()) apply_retention();
-}
-
-void Supervisor::commit(const CheckpointVerdict& verdict) {
-  std::string path = verdict.path.string();
-  for (const auto& existing : m_state.checkpoints)
-    if (existing.path == path && existing.content_hash == verdict.content_hash &&
-        existing.status != CheckpointStatus::retired)
-      return;  // already committed (an earlier supervisor did, or the file was touched)
-
-  std::string snapshot;
-  if (wants_snapshot(m_options.snapshots, verdict)) {
-    auto copied = take_snapshot(verdict, m_paths.snapshots());
-    if (copied) {
-      snapshot = copied->string();
-    } else {
-      message("could not copy " + path + " into the job's snapshots: " + copied.error().message +
-              " (committing it without a copy)");
-    }
-  }
-
-  json::Value fields = json::Value::object();
-  fields["path"] = path;
-  fields["snapshot"] = snapshot;
-  fields["format"] = checkpoint_format_name(verdict.format);
-  fields["size_bytes"] = verdict.size_bytes;
-  fields["content_hash"] = verdict.content_hash;
-  fields["step"] = verdict.step ? json::Value(*verdict.step) : json::Value();
-  fields["modified"] = journal_time(verdict.modified);
-  if (!record("checkpoint_committed", std::move(fields))) {
-    // Not durable, so not committed: forget it so the next scan tries again.
-    m_scanner.forget(verdict.path);
-    return;
-  }
-  mirror_committed(m_state.checkpoints.back());
-  if (!m_checkpoint_writes.empty() && verdict.modified >= m_checkpoint_writes.front())
-    m_checkpoint_writes.push_back(verdict.modified);
+void Supervisor::on_committed(const CommittedCheckpoint& checkpoint, SystemClock::time_point written) {
+  if (m_mirror) m_mirror->committed(checkpoint);
+  if (!m_checkpoint_writes.empty() && written >= m_checkpoint_writes.front()) m_checkpoint_writes.push_back(written);
   const auto received = m_stop.received();
-  StopActions actions = m_stop.checkpoint_committed(verdict.modified, SteadyClock::now());
+  StopActions actions = m_stop.checkpoint_committed(written, SteadyClock::now());
   if (actions.save_completed) {
-    const std::string id = m_state.checkpoints.back().id;
-    m_saved_id = id;
+    m_saved_id = checkpoint.id;
     json::Value done = json::Value::object();
-    done["id"] = id;
+    done["id"] = checkpoint.id;
     done["duration_ms"] = received ? to_ms(SteadyClock::now() - *received) : 0;
-    done["written"] = journal_time(verdict.modified);
+    done["written"] = journal_time(written);
     record("save_completed", std::move(done));
     // With a mirror, the cloud is told to go ahead only once the upload is durable (or the
     // deadline came): Azure evicts right after the acknowledgement.
@@ -411,329 +301,25 @@ void Supervisor::acknowledge_notice() {
   }
 }
 
-Result<void> Supervisor::start_mirror() {
-  if (m_spec.remote.empty()) return {};
-  MirrorOptions options;
-  options.job = m_spec.name;
-  options.store = GPUHOST_TRY(store::open_store(m_spec.remote));
-  // Tuning for tests and slow links: objects above this many MiB go in parts of this size
-  // (S3's minimum part is 5 MiB; transfer.h clamps).
-  if (auto mib = platform::get_env("GPUHOST_MIRROR_PART_MIB")) {
-    if (auto value = parse_int(*mib); value && *value > 0) {
-      options.upload.part_size = static_cast<std::uint64_t>(*value) << 20;
-      options.upload.multipart_threshold = options.upload.part_size;
-    }
-  }
-  const bool have_key_source = m_spec.encryption_key_file || platform::get_env(crypt::k_key_file_env) ||
-                               platform::get_env(crypt::k_key_env);
-  if (!m_spec.encrypt.empty() || have_key_source) {
-    auto key = crypt::load_encryption_key(m_spec.encryption_key_file);
-    if (!key) return std::unexpected(with_context(key.error(), "loading the encryption key"));
-    options.key.emplace(std::move(*key));
-  }
-  // The trainer never needs the key: it is not passed on in its environment.
-  platform::unset_env(crypt::k_key_env);
-  if (!m_spec.encrypt.empty()) options.suite = GPUHOST_TRY(crypt::choose_suite(m_spec.encrypt));
-  options.encrypt = !m_spec.encrypt.empty();  // else a key only for reading what is there
-  m_mirror = std::make_unique<Mirror>(std::move(options));
-  // Before any upload of ours starts: what a crash left behind and no journal record continues.
-  std::set<std::string> keep;
-  for (const PendingUpload& upload : m_state.pending_uploads) keep.insert(upload.upload_id);
-  m_mirror->abort_stale_uploads(std::move(keep));
-  return {};
-}
-
-// The newest remote checkpoint that authenticates and verifies is downloaded into the checkpoint
-// location (the next scan commits it) when nothing is committed locally, or when it is newer
-// than the checkpoint training would resume from: another host trained further. Newer means a
-// higher step; without a step on both sides, an upload that ended after the local checkpoint was
-// last written. Bytes this journal already knows (uploaded from here, or marked bad here) are
-// never fetched again and nothing local is ever replaced: when no newer one can be restored (a
-// full disk included), training resumes from the local checkpoint.
-void Supervisor::restore_from_remote() {
-  if (!m_mirror) return;
-  // A copy: every record() folds m_state afresh.
-  std::optional<CommittedCheckpoint> local;
-  if (auto live = resume_candidates(m_state); !live.empty()) local = *live.front();
-  auto newer_than_local = [&](const CheckpointManifest& manifest) {
-    if (!local) return true;
-    if (manifest.step && local->step) return *manifest.step > *local->step;
-    // Both are RFC 3339 UTC with milliseconds, so they compare as text; the hosts' clocks are
-    // assumed to be in sync (NTP), as every cloud's are.
-    return !local->modified.empty() && manifest.created_at > local->modified;
-  };
-  const crypt::EncryptionKey* key = m_mirror->key();
-  auto entries = list_remote_checkpoints(m_mirror->object_store(), m_spec.name, key);
-  if (!entries) {
-    message("listing remote checkpoints in " + m_mirror->object_store().describe() + ": " + entries.error().message);
-    return;
-  }
-  std::error_code ec;
-  const fs::path location = m_spec.checkpoint_location;
-  for (const RemoteEntry& entry : *entries) {
-    if (!entry.manifest) {
-      const std::string error = "remote checkpoint " + entry.key + " skipped: " + entry.problem;
-      if (local) {
-        message(error);  // training goes on from the local one: not worth a record at every start
-        continue;
-      }
-      json::Value fields = json::Value::object();
-      fields["error"] = error;
-      record("mirror_failed", std::move(fields));
-      continue;
-    }
-    const CheckpointManifest& manifest = *entry.manifest;
-    if (!newer_than_local(manifest)) continue;
-    if (std::any_of(m_state.checkpoints.begin(), m_state.checkpoints.end(),
-                    [&](const CommittedCheckpoint& c) { return c.content_hash == manifest.content_hash; }))
-      continue;
-    // A single-file location (weights/last.pt) is the file itself; else the name goes inside.
-    fs::path destination = location / fs::path(manifest.name);
-    if (!manifest.directory && location.filename() == fs::path(manifest.name) && !fs::is_directory(location, ec))
-      destination = location;
-    if (fs::exists(destination, ec)) {
-      message("not restoring " + manifest.remote_id + ": " + destination.string() + " exists");
-      continue;
-    }
-    auto pulled = pull_checkpoint(m_mirror->object_store(), manifest, key, destination);
-    if (!pulled) {
-      json::Value fields = json::Value::object();
-      fields["error"] = "restoring " + manifest.remote_id + ": " + pulled.error().message;
-      record("mirror_failed", std::move(fields));
-      continue;
-    }
-    json::Value fields = json::Value::object();
-    fields["remote_id"] = manifest.remote_id;
-    fields["store"] = m_mirror->object_store().describe();
-    fields["path"] = pulled->string();
-    fields["step"] = manifest.step ? json::Value(*manifest.step) : json::Value();
-    fields["content_hash"] = manifest.content_hash;
-    fields["encrypted"] = !manifest.suite.empty();
-    record("checkpoint_restored", std::move(fields));
-    return;
-  }
-}
-
-void Supervisor::mirror_committed(const CommittedCheckpoint& c) {
-  if (!m_mirror) return;
-  for (const RestoredCheckpoint& restored : m_state.restored) {
-    if (restored.content_hash != c.content_hash) continue;
-    // These bytes came from the remote: they are durable there already.
-    json::Value fields = json::Value::object();
-    fields["id"] = c.id;
-    fields["remote_id"] = restored.remote_id;
-    fields["step"] = c.step ? json::Value(*c.step) : json::Value();
-    fields["bytes"] = c.size_bytes;
-    fields["manifest"] = manifest_key(m_spec.name, restored.remote_id);
-    fields["restored"] = true;
-    record("mirror_durable", std::move(fields));
-    return;
-  }
-  m_mirror_queued.insert(c.id);
-  PushRequest request;
-  request.job = m_spec.name;
-  request.remote_id = remote_checkpoint_id(c.step, c.content_hash);
-  request.checkpoint_id = c.id;
-  request.source = resume_path(c);
-  fs::path relative = fs::path(c.path).lexically_relative(m_spec.checkpoint_location);
-  request.name = relative.empty() || relative.native().starts_with(fs::path("..").native()) || relative == "."
-                     ? fs::path(c.path).filename().generic_string()
-                     : relative.generic_string();
-  request.format = c.format;
-  request.step = c.step;
-  request.content_hash = c.content_hash;
-  request.staging = m_paths.dir / "mirror" / request.remote_id;
-  std::map<std::string, ResumableUpload> resume;
-  for (const PendingUpload& upload : m_state.pending_uploads) {
-    if (upload.checkpoint_id != c.id) continue;
-    ResumableUpload& r = resume[upload.object];
-    r.upload_id = upload.upload_id;
-    for (const auto& part : upload.parts) r.parts.push_back(store::PartInfo{part.number, part.etag, part.size, part.sha256});
-  }
-  m_mirror->enqueue_upload(std::move(request), std::move(resume));
-}
-
-void Supervisor::pump_mirror() {
-  if (!m_mirror) return;
-  for (MirrorEvent& event : m_mirror->take_events()) {
-    if (event.type == "mirror_failed") {
-      m_last_mirror_error = event.fields.get_string("error");
-      if (m_last_mirror_error.size() > 300) m_last_mirror_error = m_last_mirror_error.substr(0, 300) + "...";
-    }
-    record(event.type, std::move(event.fields));
-  }
-}
-
-bool Supervisor::wait_for_mirror(const std::function<bool()>& done, std::optional<SystemClock::time_point> until) {
-  for (;;) {
-    pump_mirror();
-    if (done()) return true;
-    if (until && SystemClock::now() >= *until) return false;
-    if (platform::wait_termination_request(milliseconds(100))) return false;
-  }
-}
-
-// On a preemption: waits for the newest committed checkpoint to become durable remotely, up to
-// the notice's deadline (less a second to acknowledge), journals whether it did, then lets the
-// cloud go ahead.
-void Supervisor::report_remote_deadline() {
-  if (!m_mirror || !m_notice) return;
-  auto candidates = resume_candidates(m_state);
-  if (!candidates.empty()) {
-    const std::string id = candidates.front()->id;
-    const auto began = SteadyClock::now();
-    auto durable = [&] {
-      for (const auto& c : m_state.checkpoints)
-        if (c.id == id) return !c.remote_id.empty();
-      return false;
-    };
-    bool in_time = wait_for_mirror(durable, m_notice->deadline - std::chrono::seconds(1));
-    json::Value fields = json::Value::object();
-    fields["id"] = id;
-    fields["durable"] = in_time;
-    fields["waited_ms"] = to_ms(SteadyClock::now() - began);
-    record("mirror_deadline", std::move(fields));
-  }
-  if (m_ack_pending) acknowledge_notice();
-}
-
-void Supervisor::ignore_present_checkpoints() {
-  m_scanner.ignore_present();
-  std::vector<std::string> ids;
-  for (const CommittedCheckpoint* c : resume_candidates(m_state)) ids.push_back(c->id);
-  for (const std::string& id : ids) {
-    json::Value fields = json::Value::object();
-    fields["id"] = id;
-    fields["reason"] = "--fresh: not resumed from";
-    record("checkpoint_retired", std::move(fields));
-  }
-}
-
-void Supervisor::announce_present_checkpoints() {
-  auto live = resume_candidates(m_state);
-  if (live.empty()) return;
-  json::Value fields = json::Value::object();
-  fields["count"] = live.size();
-  fields["location"] = m_spec.checkpoint_location.string();
-  fields["newest"] = live.front()->id;
-  fields["path"] = live.front()->path;
-  fields["step"] = live.front()->step ? json::Value(*live.front()->step) : json::Value();
-  record("checkpoints_found", std::move(fields));
-}
-
-void Supervisor::pick_up_pins() {
-  std::error_code ec;
-  fs::path pins = m_paths.dir / "pins";
-  if (!fs::is_directory(pins, ec)) return;
-  for (const auto& entry : fs::directory_iterator(pins, ec)) {
-    std::string id = entry.path().filename().string();
-    bool known = std::any_of(m_state.checkpoints.begin(), m_state.checkpoints.end(),
-                             [&](const CommittedCheckpoint& c) { return c.id == id && !c.pinned; });
-    if (known) {
-      json::Value fields = json::Value::object();
-      fields["id"] = id;
-      if (!record("checkpoint_pinned", std::move(fields))) continue;
-    }
-    fs::remove(entry.path(), ec);
-  }
-}
-
-// Keeps the newest `keep` committed checkpoints (pinned ones are kept on top) and deletes the
-// rest: the trainer's file or directory and gpuhost's snapshot. Only paths inside the checkpoint
-// location are ever deleted.
-void Supervisor::apply_retention() {
-  pick_up_pins();
-  if (m_spec.keep <= 0) return;
-  std::vector<const CommittedCheckpoint*> live;
-  for (const auto& c : m_state.checkpoints)
-    if (c.status == CheckpointStatus::committed && !c.pinned) live.push_back(&c);
-  if (live.size() <= static_cast<std::size_t>(m_spec.keep)) return;
-  std::vector<CommittedCheckpoint> doomed;
-  for (std::size_t i = 0; i + static_cast<std::size_t>(m_spec.keep) < live.size(); ++i) doomed.push_back(*live[i]);
-
-  std::error_code ec;
-  const fs::path root = fs::weakly_canonical(m_spec.checkpoint_location, ec);
-  for (const auto& c : doomed) {
-    fs::path path = fs::weakly_canonical(c.path, ec);
-    auto [root_end, path_it] = std::mismatch(root.begin(), root.end(), path.begin(), path.end());
-    bool inside = root_end == root.end() && path != root;
-    // A file rewritten in place (last.pt) is still the trainer's newest: only its snapshot goes.
-    bool shared_path = std::any_of(m_state.checkpoints.begin(), m_state.checkpoints.end(), [&](const auto& other) {
-      return other.id != c.id && other.path == c.path && other.status == CheckpointStatus::committed &&
-             std::none_of(doomed.begin(), doomed.end(), [&](const auto& d) { return d.id == other.id; });
-    });
-    if (inside && !shared_path) {
-      fs::remove_all(path, ec);
-      m_scanner.forget(path);
-    }
-    if (!c.snapshot.empty()) fs::remove(c.snapshot, ec);
-    json::Value fields = json::Value::object();
-    fields["id"] = c.id;
-    fields["reason"] = "retention (keep " + std::to_string(m_spec.keep) + ")";
-    record("checkpoint_retired", std::move(fields));
-    if (m_mirror) {
-      std::vector<std::pair<std::string, std::string>> uploads;
-      for (const PendingUpload& upload : m_state.pending_uploads)
-        if (upload.checkpoint_id == c.id) uploads.emplace_back(upload.object, upload.upload_id);
-      m_mirror->retire(c.id, c.remote_id, uploads);
-    }
-  }
-}
-
-// The newest committed checkpoint whose bytes still hash to what was committed; each one that
-// fails is marked bad (with the reason) and never offered again.
-Supervisor::ResumePoint Supervisor::choose_resume_point() {
-  for (;;) {
-    auto candidates = resume_candidates(m_state);
-    if (candidates.empty()) return {};
-    const CommittedCheckpoint c = *candidates.front();
-    std::string problem;
-    for (const std::string& path : {c.path, c.snapshot}) {
-      if (path.empty()) continue;
-      auto verdict = validate_checkpoint(path, ValidationDepth::full);
-      if (!verdict) {
-        problem = verdict.error().message;
-      } else if (!verdict->valid) {
-        problem = verdict->problem;
-      } else if (verdict->content_hash != c.content_hash) {
-        problem = "its content changed since it was committed (" + verdict->content_hash + ", committed " +
-                  c.content_hash + ")";
-      } else {
-        return {c.id, path};
-      }
-    }
-    json::Value fields = json::Value::object();
-    fields["id"] = c.id;
-    fields["reason"] = "re-validation before resume failed: " + problem;
-    if (!record("checkpoint_bad", std::move(fields))) return {};  // cannot record: resume from nothing
-  }
-}
-
 Result<platform::ChildProcess> Supervisor::launch(const ResumePoint& resume) {
-  auto argv = GPUHOST_TRY(resume_command(m_spec.command, m_spec.preset, resume.path));
-  platform::ChildOptions child;
-  child.argv = argv;
-  child.working_directory = m_spec.working_directory;
-  child.environment = m_spec.environment;
-  auto set = [&](std::string name, std::string value) { child.environment.emplace_back(std::move(name), std::move(value)); };
-  ++m_attempt_number;
+  TrainerLaunchInputs inputs;
   m_run_token = random_token();
-  set("GPUHOST_JOB", m_spec.name);
-  set("GPUHOST_JOB_DIR", m_paths.dir.string());
-  set(k_run_token_variable, m_run_token);
-  set("GPUHOST_ATTEMPT", std::to_string(m_state.child_starts + 1));
-  if (resume.path) set("GPUHOST_RESUME_FROM", *resume.path);
-  if (m_spec.save_request == JobSpec::SaveRequest::file || m_spec.save_request == JobSpec::SaveRequest::both)
-    set("GPUHOST_SAVE_REQUEST", m_paths.save_request().string());
-  // Python buffers stdout when it is a pipe: without this the console shows nothing for minutes.
-  if (!platform::get_env("PYTHONUNBUFFERED")) set("PYTHONUNBUFFERED", "1");
-  if (!m_metrics_channel.empty() && !platform::get_env("GPUHOST_METRICS_FILE") &&
-      std::none_of(m_spec.environment.begin(), m_spec.environment.end(),
-                   [](const auto& entry) { return entry.first == "GPUHOST_METRICS_FILE"; }))
-    set("GPUHOST_METRICS_FILE", m_metrics_channel.string());
+  inputs.run_token = m_run_token;
+  inputs.attempt = state().child_starts + 1;
+  inputs.resume = resume;
+  inputs.metrics_channel = m_metrics_channel;
+  inputs.inherited_pythonunbuffered = platform::get_env("PYTHONUNBUFFERED").has_value();
+  inputs.inherited_metrics_file = platform::get_env("GPUHOST_METRICS_FILE").has_value();
+  platform::ChildOptions child = GPUHOST_TRY(trainer_launch(m_spec, m_paths, inputs));
   if (m_metrics) m_metrics->child_started();
+  m_stderr_tail.clear();
   child.on_output = [this](platform::OutputStream stream, std::string_view chunk) {
-    (stream == platform::OutputStream::out ? m_stdout_log : m_stderr_log).write(chunk);
+    if (stream == platform::OutputStream::out) {
+      m_stdout_log.write(chunk);
+    } else {
+      m_stderr_log.write(chunk);
+      m_stderr_tail.write(chunk);
+    }
     if (m_metrics) m_metrics->on_output(stream, chunk);
     if (m_options.echo) m_options.echo(stream, chunk);
   };
@@ -743,18 +329,24 @@ Result<platform::ChildProcess> Supervisor::launch(const ResumePoint& resume) {
   // The token is durable before the attempt exists: a supervisor killed between here and
   // child_started leaves a trainer the next one still finds (and kills) by it.
   json::Value starting = json::Value::object();
-  starting["attempt"] = m_state.child_starts + 1;
+  starting["attempt"] = inputs.attempt;
   starting["run_token"] = m_run_token;
   if (!record("child_starting", std::move(starting)))
     return make_error(ErrorCode::io_error, "cannot write the job journal: the trainer is not started without a record of it");
+  // One line in each log between attempts, so a reader sees where one ended and the next began.
+  const std::string separator = "==== gpuhost: attempt " + std::to_string(inputs.attempt) + " at " +
+                                journal_time(SystemClock::now()) +
+                                (resume.id ? ", resuming from " + *resume.id : std::string(", fresh start")) + " ====\n";
+  m_stdout_log.write(separator);
+  m_stderr_log.write(separator);
   auto spawned = platform::ChildProcess::spawn(child);
   if (!spawned) return std::unexpected(spawned.error());
   m_checkpoint_writes.assign(1, SystemClock::now());
   json::Value fields = json::Value::object();
   fields["pid"] = spawned->pid();
-  fields["attempt"] = m_state.child_starts + 1;
+  fields["attempt"] = inputs.attempt;
   fields["run_token"] = m_run_token;
-  fields["command"] = string_array(argv);
+  fields["command"] = string_array(child.argv);
   fields["resume_from"] = resume.id ? json::Value(*resume.id) : json::Value();
   fields["resume_path"] = resume.path ? json::Value(*resume.path) : json::Value();
   record("child_started", std::move(fields));
@@ -764,12 +356,12 @@ Result<platform::ChildProcess> Supervisor::launch(const ResumePoint& resume) {
 
 std::optional<std::int64_t> Supervisor::newest_reported_step() const {
   std::optional<std::int64_t> step = m_metrics ? m_metrics->newest_step() : std::nullopt;
-  if (!step) step = m_state.last_step;
+  if (!step) step = state().last_step;
   return step;
 }
 
 std::optional<std::int64_t> Supervisor::newest_checkpoint_step() const {
-  auto live = resume_candidates(m_state);
+  auto live = resume_candidates(state());
   for (const CommittedCheckpoint* c : live)
     if (c->step) return c->step;
   return std::nullopt;
@@ -930,7 +522,7 @@ Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProces
 
     while (auto notice = m_inbox.pop()) handle_notice(child, *notice);
     record_progress();
-    pump_mirror();
+    if (m_mirror) m_mirror->pump();
 
     for (std::size_t i = 0; i < m_options.drills.size(); ++i) {
       if (m_drills_done[i] || now - *m_first_start < m_options.drills[i].at) continue;
@@ -967,7 +559,7 @@ Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProces
   if (int stragglers = platform::kill_processes_with_environment(k_run_token_variable, m_run_token); stragglers > 0) {
     json::Value fields = json::Value::object();
     fields["count"] = stragglers;
-    fields["attempt"] = m_state.child_starts;
+    fields["attempt"] = state().child_starts;
     record("leftovers_killed", std::move(fields));
   }
   m_child_cpu += end.exit.cpu_time;
@@ -980,6 +572,7 @@ Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProces
   end.drill_kill = drill_kill;
   end.attempt.succeeded = end.exit.succeeded() && end.stop == StopReason::none;
   end.attempt.preempted = end.stop != StopReason::none;
+  end.attempt.failure = end.exit.describe();
 
   std::string cause = end.stop == StopReason::preemption ? "preempted"
                       : end.stop == StopReason::user_stop ? "stopped"
@@ -1007,7 +600,7 @@ void Supervisor::check_disk_after_failure() {
   auto space = platform::disk_space(where);
   if (!space) return;
   std::uint64_t newest = 0;
-  if (!m_state.checkpoints.empty()) newest = m_state.checkpoints.back().size_bytes;
+  if (!state().checkpoints.empty()) newest = state().checkpoints.back().size_bytes;
   if (space->available_bytes >= std::max(k_low_disk_bytes, newest)) return;
   json::Value fields = json::Value::object();
   fields["path"] = where.string();
@@ -1042,7 +635,7 @@ std::string Supervisor::stop_report() const {
   auto step_text = [](const CommittedCheckpoint& c) {
     return c.step ? c.id + " (step " + std::to_string(*c.step) + ")" : c.id;
   };
-  auto live = resume_candidates(m_state);
+  auto live = resume_candidates(state());
   if (!m_saved_id.empty()) {
     for (const CommittedCheckpoint* c : live)
       if (c->id == m_saved_id) return "after saving " + step_text(*c) + "; run the same command again to resume from it";
@@ -1062,25 +655,19 @@ std::string Supervisor::stop_report() const {
 SupervisorResult Supervisor::finish(Outcome outcome, std::string reason) {
   if (m_mirror) {
     if (outcome == Outcome::preempted) {
-      report_remote_deadline();
+      if (m_notice) m_mirror->wait_for_newest(m_notice->deadline);
+      if (m_ack_pending) acknowledge_notice();
     } else {
       // The checkpoints committed last go up before gpuhost exits, for as long as
       // --final-upload-timeout allows (Ctrl-C or SIGTERM leaves the rest to the next supervisor,
       // which resumes the uploads).
-      if (!m_mirror->idle())
-        message("waiting up to " + seconds_text(duration_cast<milliseconds>(m_options.final_upload_timeout)) +
-                " for the remote mirror to finish uploading (--final-upload-timeout)");
-      wait_for_mirror([&] { return m_mirror->idle(); }, SystemClock::now() + m_options.final_upload_timeout);
+      m_mirror->drain(m_options.final_upload_timeout);
     }
-    m_mirror->stop();
-    pump_mirror();
-    m_mirror.reset();
     // What this run handed to the mirror must be durable there; otherwise the run says so and
     // does not end as a success.
-    std::vector<std::string> undurable;
-    for (const CommittedCheckpoint* c : resume_candidates(m_state))
-      if (c->remote_id.empty() && m_mirror_queued.contains(c->id)) undurable.push_back(c->id);
-    std::reverse(undurable.begin(), undurable.end());  // in commit order
+    JobMirror::Ending ending = m_mirror->stop();
+    m_mirror.reset();
+    const auto& undurable = ending.undurable;
     if (!undurable.empty()) {
       std::string list;
       const std::size_t first = undurable.size() > 5 ? undurable.size() - 5 : 0;
@@ -1088,11 +675,7 @@ SupervisorResult Supervisor::finish(Outcome outcome, std::string reason) {
       for (std::size_t i = first; i < undurable.size(); ++i) list += (i > first ? ", " : "") + undurable[i];
       std::string what = std::to_string(undurable.size()) + (undurable.size() == 1 ? " checkpoint is" : " checkpoints are") +
                          " NOT durable on " + redact_store_url(m_spec.remote) + " (" + list + ")";
-      if (!m_last_mirror_error.empty()) what += "; last error: " + m_last_mirror_error;
-      json::Value fields = json::Value::object();
-      fields["ids"] = string_array(undurable);
-      fields["error"] = m_last_mirror_error;
-      record("mirror_incomplete", std::move(fields));
+      if (!ending.last_error.empty()) what += "; last error: " + ending.last_error;
       if (outcome == Outcome::finished) {
         outcome = Outcome::unmirrored;
         reason = "the trainer finished, but " + what + "; run the same command again to retry the uploads";
@@ -1114,14 +697,18 @@ SupervisorResult Supervisor::finish(Outcome outcome, std::string reason) {
   SupervisorResult result;
   result.outcome = outcome;
   result.reason = std::move(reason);
+  if (outcome == Outcome::failed) {
+    result.last_stderr = m_stderr_tail.last_lines(5);
+    result.stderr_log = m_paths.logs() / "stderr.log";
+  }
   result.job_name = m_spec.name;
   result.job_dir = m_paths.dir;
-  result.state = m_state;
+  result.state = state();
   return result;
 }
 
 Result<SupervisorResult> Supervisor::run() {
-  const bool new_job = m_journal.contents().records.empty();
+  const bool new_job = m_recorder.contents().records.empty();
   if (new_job) {
     json::Value fields = json::Value::object();
     fields["name"] = m_spec.name;
@@ -1130,9 +717,9 @@ Result<SupervisorResult> Supervisor::run() {
     fields["fresh"] = m_options.fresh;
     if (!record("job_created", std::move(fields))) return make_error(ErrorCode::io_error, "cannot write the job journal in " + m_paths.dir.string());
   }
-  const bool after_crash = m_state.supervisor_pid.has_value();
+  const bool after_crash = state().supervisor_pid.has_value();
   int leftovers = 0;
-  if (!m_state.run_token.empty()) leftovers = platform::kill_processes_with_environment(k_run_token_variable, m_state.run_token);
+  if (!state().run_token.empty()) leftovers = platform::kill_processes_with_environment(k_run_token_variable, state().run_token);
 
   std::string evidence;
   json::Value started = json::Value::object();
@@ -1153,16 +740,17 @@ Result<SupervisorResult> Supervisor::run() {
   start_watcher();
   start_training_metrics();
   if (m_options.on_job_ready) m_options.on_job_ready(m_spec.name, m_paths.dir);
-  prime_scanner();
+  m_ledger.prime();
   m_drills_done.assign(m_options.drills.size(), false);
-  if (m_options.fresh) ignore_present_checkpoints();
+  if (m_options.fresh) m_ledger.ignore_present();
   // No trainer of ours runs yet (leftovers were killed above), so what is on disk has settled:
   // checkpoints written before this run (by a trainer run without gpuhost, or in the last
   // moments before a supervisor was killed) are committed now and can be resumed from, instead
   // of being found only after a fresh start has overwritten them.
   scan_checkpoints(true);
-  if (new_job && !m_options.fresh) announce_present_checkpoints();
-  if (auto mirror = start_mirror(); !mirror) {
+  if (new_job && !m_options.fresh) m_ledger.announce_present();
+  auto mirror = m_spec.remote.empty() ? Result<std::unique_ptr<JobMirror>>() : JobMirror::start(m_recorder, m_spec, m_paths);
+  if (!mirror) {
     json::Value fields = json::Value::object();
     // Store errors quote the URL: what is journalled holds no secret a bad URL may carry.
     const std::string url = redact_store_url(m_spec.remote);
@@ -1171,23 +759,16 @@ Result<SupervisorResult> Supervisor::run() {
     record("gave_up", fields);
     return finish(Outcome::failed, fields.get_string("reason"));
   }
+  m_mirror = std::move(*mirror);
   if (m_mirror) {
-    restore_from_remote();
+    m_mirror->restore();
     scan_checkpoints(true);
-    // Uploads a crash interrupted go on; the newest live checkpoint goes up if it is not there.
-    std::set<std::string> resumed;
-    for (const PendingUpload& upload : m_state.pending_uploads) resumed.insert(upload.checkpoint_id);
-    std::vector<CommittedCheckpoint> wanted;  // copies: mirror_committed may append records
-    auto live = resume_candidates(m_state);
-    for (auto it = live.rbegin(); it != live.rend(); ++it)
-      if ((*it)->remote_id.empty() && (resumed.contains((*it)->id) || *it == live.front())) wanted.push_back(**it);
-    for (const CommittedCheckpoint& c : wanted)
-      if (!m_mirror_queued.contains(c.id)) mirror_committed(c);
+    m_mirror->resume_pending();
   }
 
   std::vector<Attempt> history;
   for (;;) {
-    ResumePoint resume = choose_resume_point();
+    ResumePoint resume = m_ledger.choose_resume_point();
     auto child = launch(resume);
     if (!child) {
       json::Value fields = json::Value::object();
@@ -1276,57 +857,6 @@ Result<Drill> parse_drill(std::string_view text) {
     drill.lead = std::chrono::seconds(static_cast<std::int64_t>(std::llround(*lead_seconds)));
   }
   return drill;
-}
-
-namespace {
-
-// The checkpoint location a job directory was made for: job.json, else the journal's
-// job_created record. nullopt for a job that does not exist (or says nothing).
-std::optional<fs::path> journalled_location(const JobPaths& paths) {
-  std::error_code ec;
-  if (auto text = platform::read_file(paths.spec())) {
-    if (auto spec = job_spec_from_json(*text); spec && !spec->checkpoint_location.empty()) return spec->checkpoint_location;
-  }
-  if (!fs::exists(paths.journal(), ec)) return std::nullopt;
-  auto journal = read_journal(paths.journal());
-  if (!journal) return std::nullopt;
-  for (const JournalRecord& record : journal->records)
-    if (record.type == "job_created") return fs::path(record.fields.get_string("checkpoint_location"));
-  return std::nullopt;
-}
-
-bool same_location(const fs::path& a, const fs::path& b) {
-  std::error_code ec;
-  fs::path ca = fs::weakly_canonical(a, ec);
-  if (ec) ca = a.lexically_normal();
-  fs::path cb = fs::weakly_canonical(b, ec);
-  if (ec) cb = b.lexically_normal();
-  return ca == cb;
-}
-
-}  // namespace
-
-Result<JobIdentity> resolve_job_identity(const fs::path& jobs_root, const JobSpec& spec, bool name_given) {
-  JobIdentity identity;
-  identity.name = spec.name;
-  auto owner = journalled_location(job_paths(jobs_root, spec.name));
-  if (!owner || same_location(*owner, spec.checkpoint_location)) return identity;
-  if (name_given)
-    return make_error(ErrorCode::invalid_argument,
-                      "job '" + spec.name + "' supervises the checkpoints in " + owner->string() + ", not " +
-                          spec.checkpoint_location.string() + ": give this run another --name, or --checkpoints " +
-                          owner->string() + " to continue that job");
-  for (int n = 2; n < 1000; ++n) {
-    std::string suffix = "-" + std::to_string(n);
-    std::string candidate = spec.name.substr(0, 64 - suffix.size()) + suffix;
-    auto taken = journalled_location(job_paths(jobs_root, candidate));
-    if (!taken || same_location(*taken, spec.checkpoint_location)) {
-      identity.renamed_from = spec.name;
-      identity.name = candidate;
-      return identity;
-    }
-  }
-  return make_error(ErrorCode::invalid_argument, "no free job name like '" + spec.name + "-N': give this run a --name");
 }
 
 Result<SupervisorResult> run_supervisor(const SupervisorOptions& options) {

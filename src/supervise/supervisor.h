@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "base/error.h"
+#include "supervise/checkpoint_ledger.h"
 #include "supervise/job.h"
+#include "supervise/job_identity.h"
 #include "supervise/job_state.h"
 #include "supervise/journal.h"
 #include "supervise/notice.h"
@@ -27,12 +29,6 @@ struct Drill {
 
 // Parses "preempt@30", "preempt@12.5/20", "kill@8". invalid_argument with the accepted forms.
 [[nodiscard]] Result<Drill> parse_drill(std::string_view text);
-
-// What to do with single-file checkpoints the trainer may rewrite in place (YOLO last.pt,
-// Lightning last.ckpt): `automatic` copies a committed file into the job's snapshots/ when its
-// name carries no step number (so rewriting it cannot destroy the last good one), `always`
-// copies every single-file checkpoint, `never` copies nothing.
-enum class SnapshotPolicy { automatic, always, never };
 
 enum class Outcome {
   finished,   // the trainer exited 0 and every committed checkpoint is where it should be
@@ -75,23 +71,14 @@ struct SupervisorOptions {
 struct SupervisorResult {
   Outcome outcome = Outcome::failed;
   std::string reason;
+  // For a failed run, for the console (not journalled: the logs have them): the trainer's last
+  // stderr lines (of its last attempt) and the log they come from.
+  std::vector<std::string> last_stderr;
+  std::filesystem::path stderr_log;
   std::string job_name;
   std::filesystem::path job_dir;
   JobState state;  // folded from the journal at the end
 };
-
-// The job a run belongs to. A job is its checkpoint location: with no --name, the name from
-// default_job_name() unless a job of that name supervises another location, then the first of
-// NAME-2, NAME-3 ... that is free or supervises this one (`renamed_from` says which was taken).
-// A --name whose job supervises another location is refused (invalid_argument, saying both), so
-// one experiment never resumes from another's checkpoints. `spec.checkpoint_location` must be
-// absolute.
-struct JobIdentity {
-  std::string name;
-  std::string renamed_from;  // the default name that belonged to another location, or empty
-};
-[[nodiscard]] Result<JobIdentity> resolve_job_identity(const std::filesystem::path& jobs_root, const JobSpec& spec,
-                                                       bool name_given);
 
 // Runs the job to an outcome: takes the job's lock, replays its journal, kills leftovers of a
 // previous supervisor, resumes from the newest checkpoint that re-validates, supervises the child

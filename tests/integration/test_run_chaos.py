@@ -7,7 +7,10 @@ supervisor itself, many of them while a checkpoint is being written, and then:
   - every checkpoint file left on disk is committed (nothing valid was missed);
   - the journal has no corrupt record and contiguous sequence numbers (torn tails, from a
     supervisor killed mid-append, are counted and must be repaired by the next supervisor);
-  - the final weights of each interrupted run are bit-identical to an uninterrupted run's.
+  - the final weights of each interrupted run are bit-identical to an uninterrupted run's;
+  - attempts never overlap: each trainer holds an exclusive lock on a file of its job while it
+    runs (--overlap-lock) and records any time it found another trainer holding it;
+  - no process of the job is left once its round ends.
 
 The trainer is tests/integration/trainers/stdlib_trainer.py (deterministic, standard library)
 with --write-mode slow: each checkpoint is written in small chunks with pauses, in place, so a
@@ -117,6 +120,10 @@ class Stats:
         self.after_crash = 0
         self.rejected = 0
         self.commits = 0
+        self.overlaps = 0          # a trainer started while another of its job ran (must stay 0)
+        self.invalid_resumes = 0   # resumes from an invalid or uncommitted checkpoint (must stay 0)
+        self.lost_commits = 0      # committed checkpoints gone, changed or marked bad (must stay 0)
+        self.processes_left = 0    # processes of a finished round still alive (must stay 0)
 
     def total(self):
         return sum(self.kills.values())
@@ -154,7 +161,8 @@ class RunChaos(unittest.TestCase):
         env = dict(os.environ, GPUHOST_HOME=r["home"], NO_COLOR="1")
         trainer = [sys.executable, TRAINER] + TRAINER_ARGS + [
             "--out", r["ckpt"], "--write-mode", "slow", "--slow-chunk", "1024",
-            "--resume-log", r["resume_log"], "--pid-file", r["pid_file"], "--final-state", r["state"]]
+            "--resume-log", r["resume_log"], "--pid-file", r["pid_file"], "--final-state", r["state"],
+            "--overlap-lock", r["overlap_lock"]]
         if r["launcher"]:
             # The trainer runs under a launcher shell and writes its output to a file of its own:
             # when the supervisor dies, PR_SET_PDEATHSIG takes only the shell, and the trainer
@@ -289,7 +297,7 @@ class RunChaos(unittest.TestCase):
              "ckpt": os.path.join(root, "ckpt"), "resume_log": os.path.join(root, "resume.log"),
              "pid_file": os.path.join(root, "trainer.pid"), "state": os.path.join(root, "final.state"),
              "log": os.path.join(root, "gpuhost.log"), "trainer_log": os.path.join(root, "trainer.log"),
-             "launcher": index % 2 == 0}
+             "overlap_lock": os.path.join(root, "trainer.lock"), "launcher": index % 2 == 0}
         r["journal"] = os.path.join(r["home"], "jobs", r["name"], "journal.jsonl")
         stats = self.stats
         stale = set()
@@ -359,8 +367,33 @@ class RunChaos(unittest.TestCase):
 
     # -- what must hold after every round --------------------------------------------------------
 
+    def processes_of(self, r):
+        """Live processes whose command line names this round's checkpoint folder."""
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open("/proc/%s/cmdline" % entry, "rb") as f:
+                    argv = f.read()
+                with open("/proc/%s/stat" % entry) as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state not in ("Z", "X") and r["ckpt"].encode() in argv:
+                found.append(int(entry))
+        return found
+
     def check_round(self, r, reference):
         where = "round %d (%s)" % (r["index"], r["ckpt"])
+        # Attempts never overlapped, and nothing of the job outlived its last supervisor.
+        overlaps_file = r["overlap_lock"] + ".overlaps"
+        overlaps = open(overlaps_file).read().splitlines() if os.path.exists(overlaps_file) else []
+        self.stats.overlaps += len(overlaps)
+        self.assertEqual(overlaps, [], where + ": two trainers of the job ran at once; log:\n" + self.log_tail(r))
+        left = self.processes_of(r)
+        self.stats.processes_left += len(left)
+        self.assertEqual(left, [], where + ": processes left after the round")
         env = dict(os.environ, GPUHOST_HOME=r["home"], NO_COLOR="1")
         proc = subprocess.run([BIN, "status", r["name"], "--json", "--events", "0"], env=env,
                               capture_output=True, text=True, timeout=120)
@@ -385,6 +418,8 @@ class RunChaos(unittest.TestCase):
         self.assertEqual({c["id"] for c in status["checkpoints"] if c["status"] == "committed"},
                          {"ck-%d" % seq for seq in live}, where + ": status and journal disagree")
         verdicts = self.verify_valid(sorted({rec["path"] for rec in live.values()}))
+        self.stats.lost_commits += len(bad) + sum(
+            1 for rec in live.values() if not verdicts[rec["path"]][0] or verdicts[rec["path"]][1] != rec["content_hash"])
         for seq, rec in sorted(live.items()):
             valid, content_hash, error = verdicts[rec["path"]]
             self.assertTrue(valid, "%s: committed ck-%d %s no longer valid %s" % (where, seq, rec["path"], error))
@@ -398,8 +433,10 @@ class RunChaos(unittest.TestCase):
         with open(r["resume_log"]) if os.path.exists(r["resume_log"]) else open(os.devnull) as f:
             resumes = [line.rstrip("\n") for line in f if line.strip()]
         invalid = [line for line in resumes if not line.startswith("OK ")]
-        self.assertEqual(invalid, [], where + ": the trainer was resumed from an invalid checkpoint")
         committed_paths = {rec["path"] for rec in commits.values()}
+        self.stats.invalid_resumes += len(invalid) + sum(
+            1 for line in resumes if line.startswith("OK ") and line.split(" ")[1] not in committed_paths)
+        self.assertEqual(invalid, [], where + ": the trainer was resumed from an invalid checkpoint")
         for line in resumes:
             self.assertIn(line.split(" ")[1], committed_paths, where + ": resumed from an uncommitted file")
 
@@ -439,7 +476,9 @@ class RunChaos(unittest.TestCase):
         print("  trainer starts %d, crash restarts %d, resumes %d (all OK), supervisor restarts after a crash %d"
               % (s.child_starts, s.restarts, s.resumes, s.after_crash))
         print("  orphaned trainers killed by run token %d; checkpoints committed %d, rejected %d"
-              % (s.leftovers_killed, s.commits, s.rejected), flush=True)
+              % (s.leftovers_killed, s.commits, s.rejected))
+        print("  overlapping attempts %d; processes left after a round %d; invalid resumes %d; lost commits %d"
+              % (s.overlaps, s.processes_left, s.invalid_resumes, s.lost_commits), flush=True)
         self.assertGreaterEqual(s.total(), KILLS)
         self.assertGreaterEqual(s.supervisor(), SUPERVISOR_KILLS)
         # Honesty of the test itself: the kills did land inside checkpoint writes.

@@ -616,7 +616,7 @@ class CorruptCheckpoints(RunTestCase):
 
 @unittest.skipIf(IS_WINDOWS_BUILD, "Linux build")
 class CrashLoop(RunTestCase):
-    def test_crash_loop_marks_checkpoints_bad_rolls_back_then_gives_up(self):
+    def test_crash_loop_marks_a_checkpoint_bad_rolls_back_then_gives_up_when_nothing_changes(self):
         job = Job(self, "crash-loop")
         # Checkpoints at 5 and 10 from before; every life crashes at step 12 and writes none.
         write_checkpoints(job.ck, 10)
@@ -626,21 +626,39 @@ class CrashLoop(RunTestCase):
         records = job.journal()
         commits = {step_of(r["path"]): "ck-%d" % r["seq"] for r in records if r["type"] == "checkpoint_committed"}
         self.assertEqual(sorted(commits), [5, 10], job.summary())
-        # Two quick failures from step 10: it is marked bad and step 5 is tried; two from step 5:
-        # bad too, and the last lives start fresh until the sixth crash exceeds --max-restarts 5.
+        # Two quick failures from step 10: it is marked bad and step 5 is tried; the same two
+        # failures from step 5 show the checkpoints are not the cause: the run gives up, and step
+        # 5 stays good (marking one checkpoint after another bad would destroy the job).
         starts = [r["resume_from"] for r in records if r["type"] == "child_started"]
-        self.assertEqual(starts, [commits[10], commits[10], commits[5], commits[5], None, None], job.summary())
+        self.assertEqual(starts, [commits[10], commits[10], commits[5], commits[5]], job.summary())
         bad = [r for r in records if r["type"] == "checkpoint_bad"]
-        self.assertEqual([r["id"] for r in bad], [commits[10], commits[5]])
+        self.assertEqual([r["id"] for r in bad], [commits[10]])
         self.assertIn("crash loop", bad[0]["reason"])
-        self.assertEqual(len(job.records("gave_up")), 1)
+        [gave_up] = job.records("gave_up")
+        self.assertIn("failed the same way (exit code 1)", gave_up["reason"])
+        self.assertIn("from different checkpoints", gave_up["reason"])
         self.assertEqual(records[-1]["type"], "supervisor_stopped")
         self.assertEqual(records[-1]["outcome"], "failed")
+        # The last line quotes the trainer's last stderr lines and names the log.
+        self.assertIn("the trainer's last stderr lines:", proc.stderr)
+        self.assertIn("failing at step 12", proc.stderr.split("the trainer's last stderr lines:")[1])
+        self.assertIn(os.path.join(job.job_dir, "logs", "stderr.log"), proc.stderr)
         status = job.status()
         self.assertEqual(status["phase"], "failed")
-        self.assertEqual(status["restarts"], 5)
-        self.assertEqual([c["status"] for c in status["checkpoints"]], ["bad", "bad"])
-        self.assertIsNone(status["resume_from"])
+        self.assertEqual(status["restarts"], 3)
+        self.assertEqual([c["status"] for c in status["checkpoints"]], ["committed", "bad"])
+        # The attempts are told apart in the logs.
+        with open(os.path.join(job.job_dir, "logs", "stderr.log")) as f:
+            self.assertEqual(f.read().count("==== gpuhost: attempt "), 4)
+
+    def test_the_same_failure_at_start_with_nothing_to_resume_gives_up_at_once(self):
+        job = Job(self, "startup-failure")
+        proc = job.run(["--max-restarts", "10"], [PYTHON, "-c", "import sys; sys.stderr.write('no module named x\\n'); sys.exit(2)"])
+        self.assert_exit(proc, 4)
+        self.assertEqual(len(job.records("child_started")), 3, job.summary())
+        [gave_up] = job.records("gave_up")
+        self.assertIn("with nothing to resume from", gave_up["reason"])
+        self.assertIn("no module named x", proc.stderr)
 
 
 @unittest.skipIf(IS_WINDOWS_BUILD, "Linux build")

@@ -3,8 +3,13 @@ native_trainer.exe: a kill drill with resume, a preemption drill with each way o
 save, and the supervisor killed (SIGKILL of its Wine process, or `taskkill /F`) taking the
 trainer and the trainer's own child along.
 
-What Wine 8 does with the save request (checked by test_default_ctrl_break_save_request):
-gpuhost's default save request on Windows is CTRL_BREAK_EVENT to the trainer's process group
+Windows cannot tell from outside whether a process handles CTRL_BREAK, and a process without a
+handler dies of it, so gpuhost sends it only when the job declares a handler (--save-signal
+CTRL_BREAK); otherwise the request file (--save-request file/both) or the trainer's next periodic
+checkpoint is the save (test_undeclared_signal_is_not_sent_and_the_periodic_checkpoint_is_the_save).
+
+What Wine 8 does with the save request (checked by test_declared_ctrl_break_save_request):
+gpuhost's console save request on Windows is CTRL_BREAK_EVENT to the trainer's process group
 (platform/child_process_win32.cc). Under Wine, GenerateConsoleCtrlEvent always fails, and
 wineserver implements only CTRL_C_EVENT (server/console.c propagate_console_signal: "FIXME: should
 support the other events"), so gpuhost falls back to sending CTRL_C_EVENT to the child's group
@@ -206,8 +211,8 @@ class WindowsRun(unittest.TestCase):
         self.assertEqual(job.final_state(), reference_state(steps))
         return records[before]
 
-    def preempt(self, job, save_request, every=0):
-        flags = ["--drill", "preempt@1.5/20"] + (["--save-request", save_request] if save_request else [])
+    def preempt(self, job, save_request, every=0, extra=()):
+        flags = ["--drill", "preempt@1.5/20"] + (["--save-request", save_request] if save_request else []) + list(extra)
         proc = job.run(flags, job.trainer(400, every=every))
         self.assert_exit(proc, 75, job)
         records = job.journal()
@@ -253,13 +258,30 @@ class WindowsRun(unittest.TestCase):
         job = WinJob(self, "preempt-both")
         records, deadline, requested = self.preempt(job, "both")
         self.assertEqual((requested["method"], requested["signal"]), ("both", "CTRL_BREAK"))
+        self.assertTrue(requested["undeclared"], "an undeclared CTRL_BREAK was sent")
+        self.assertEqual(requested["signalled"], 0)
         saved = self.assert_saved_before(job, records, deadline)
         self.assert_rerun_resumes(job, 400, saved)
 
-    def test_default_ctrl_break_save_request(self):
+    def test_undeclared_signal_is_not_sent_and_the_periodic_checkpoint_is_the_save(self):
+        job = WinJob(self, "preempt-undeclared")
+        records, deadline, requested = self.preempt(job, None, every=20)
+        self.assertEqual((requested["method"], requested["signal"], requested["signalled"]), ("signal", "CTRL_BREAK", 0))
+        self.assertEqual(requested["waiting"], "periodic")
+        self.assertNotIn("save requested at step", job.stdout_log(), "the trainer got a console event")
+        saves = [r for r in records if r["type"] == "save_completed"]
+        self.assertEqual(len(saves), 1, job.summary())
+        notice = next(r for r in records if r["type"] == "notice")
+        commit = next(r for r in records if r["type"] == "checkpoint_committed" and "ck-%d" % r["seq"] == saves[0]["id"])
+        self.assertGreaterEqual(parse_time(commit["modified"]), parse_time(notice["time"]))
+        self.assertLess(parse_time(commit["time"]), deadline)
+        self.assert_rerun_resumes(job, 400)
+
+    def test_declared_ctrl_break_save_request(self):
         job = WinJob(self, "preempt-ctrl-break")
-        records, deadline, requested = self.preempt(job, None)
+        records, deadline, requested = self.preempt(job, None, extra=["--save-signal", "CTRL_BREAK"])
         self.assertEqual((requested["method"], requested["signal"]), ("signal", "CTRL_BREAK"))
+        self.assertGreater(requested["signalled"], 0)
         # The console event reached the trainer (as CTRL_BREAK on Windows, as CTRL_C under Wine 8:
         # see the module docstring) and it saved before the deadline.
         self.assertIn("save requested at step", job.stdout_log(), job.summary())

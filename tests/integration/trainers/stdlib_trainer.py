@@ -60,6 +60,9 @@ def parse_args(argv):
     p.add_argument("--ignore-term", action="store_true", help="ignore SIGTERM (tests the SIGKILL escalation)")
     p.add_argument("--final-state", default=None, help="write the final weights as hex here")
     p.add_argument("--pid-file", default=None)
+    p.add_argument("--overlap-lock", default=None,
+                   help="hold an exclusive lock on this file while running; when another trainer holds it "
+                        "(two attempts of one job at once), append a line to FILE.overlaps")
     p.add_argument("--fail-at-step", type=int, default=None, help="exit 1 after this step")
     p.add_argument("--fail-once-marker", default=None, help="fail only while this file does not exist")
     p.add_argument("--print-metrics", action="store_true",
@@ -165,10 +168,27 @@ def install_handlers(args):
     signal.signal(signal.SIGTERM, signal.SIG_IGN if args.ignore_term else on_stop_signal)
 
 
+def hold_overlap_lock(path):
+    """An exclusive flock on `path` for the life of the process (the kernel drops it when the
+    process dies, SIGKILL included). Failing to get it means another trainer of the same job runs
+    right now: recorded, not fatal, so the harness sees every overlap."""
+    if not path:
+        return None
+    import fcntl
+    f = open(path, "a+")
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        append_line(path + ".overlaps", "pid %d started while another trainer of this job held the lock" % os.getpid())
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)  # go on once the other is gone
+    return f
+
+
 def main(argv):
     global save_requested
     args = parse_args(argv)
     install_handlers(args)
+    overlap_lock = hold_overlap_lock(args.overlap_lock)  # noqa: F841 (held until the process ends)
     if args.pid_file:
         with open(args.pid_file, "w") as f:
             f.write("%d\n" % os.getpid())

@@ -1,0 +1,255 @@
+// Unit tests of the pieces `gpuhost run` is built from, below the loop: the recorder (journal +
+// folded state), the checkpoint ledger (scan, commit, retention, resume choice), the trainer's
+// launch (command line and environment) and job identity. Real files in a scratch folder; no
+// child processes.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+
+#include "platform/files.h"
+#include "supervise/checkpoint_fixtures.h"
+#include "supervise/checkpoint_ledger.h"
+#include "supervise/job_identity.h"
+#include "supervise/job_recorder.h"
+#include "supervise/trainer_launch.h"
+
+namespace gpuhost::supervise {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace fixtures;
+using namespace std::chrono_literals;
+
+JobRecorder open_recorder(const fs::path& dir, std::vector<std::string>* types = nullptr) {
+  fs::create_directories(dir);
+  auto journal = Journal::open(dir / "journal.jsonl");
+  EXPECT_TRUE(journal) << journal.error().message;
+  JobRecorder::Callbacks callbacks;
+  if (types) callbacks.on_record = [types](const JournalRecord& r) { types->push_back(r.type); };
+  return JobRecorder(std::move(*journal), callbacks);
+}
+
+TEST(JobRecorder, FoldsEachRecordAsItIsAppendedAndReopensToTheSameState) {
+  ScratchDir scratch("recorder");
+  std::vector<std::string> seen;
+  {
+    JobRecorder recorder = open_recorder(scratch.path(), &seen);
+    EXPECT_TRUE(recorder.record("supervisor_started", json::Value::Object{{"pid", 7}}));
+    EXPECT_TRUE(recorder.record("child_starting", json::Value::Object{{"attempt", 1}, {"run_token", "abc"}}));
+    EXPECT_EQ(recorder.state().run_token, "abc") << "the token is known before the child starts";
+    EXPECT_EQ(recorder.state().supervisor_pid, 7);
+    EXPECT_FALSE(recorder.record("bad", json::Value::Object{{"seq", 1}})) << "reserved field";
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"supervisor_started", "child_starting"}));
+  JobRecorder again = open_recorder(scratch.path());
+  EXPECT_EQ(again.state().run_token, "abc");
+  EXPECT_EQ(again.contents().records.size(), 2u);
+}
+
+class Ledger : public ::testing::Test {
+ protected:
+  ScratchDir m_scratch{"ledger"};
+  fs::path ck() const { return m_scratch.path() / "ck"; }
+  JobPaths paths() const { return JobPaths{m_scratch.path() / "job"}; }
+  JobSpec spec(int keep = 0) const {
+    JobSpec s;
+    s.name = "ledger";
+    s.command = {"train"};
+    s.checkpoint_location = ck();
+    s.settle = 0ms;
+    s.keep = keep;
+    return s;
+  }
+  void write(const std::string& name, const std::string& label) { write_bytes(ck() / name, make_torch_zip(label)); }
+};
+
+TEST_F(Ledger, CommitsValidCheckpointsRejectsBrokenOnesAndTellsTheHook) {
+  fs::create_directories(ck());
+  JobRecorder recorder = open_recorder(paths().dir);
+  const JobSpec s = spec();
+  std::vector<std::string> committed;
+  CheckpointLedger ledger(recorder, s, paths(), SnapshotPolicy::never,
+                          {[&](const CommittedCheckpoint& c, std::chrono::system_clock::time_point) {
+                             committed.push_back(c.id + ":" + fs::path(c.path).filename().string());
+                           },
+                           nullptr});
+  write("ckpt-000005.pt", "five");
+  write_bytes(ck() / "ckpt-000010.pt", make_torch_zip("ten").substr(0, 40));  // torn
+  ledger.scan(true);
+  ASSERT_EQ(committed.size(), 1u);
+  EXPECT_EQ(committed[0].substr(committed[0].find(':') + 1), "ckpt-000005.pt");
+  const JobState& state = recorder.state();
+  ASSERT_EQ(state.checkpoints.size(), 1u);
+  EXPECT_EQ(state.checkpoints[0].step, 5);
+  bool rejected = false;
+  for (const auto& r : recorder.contents().records) rejected |= r.type == "checkpoint_rejected";
+  EXPECT_TRUE(rejected);
+  ResumePoint resume = ledger.choose_resume_point();
+  EXPECT_EQ(resume.id, state.checkpoints[0].id);
+}
+
+TEST_F(Ledger, RetentionKeepsTheNewestAndTellsTheHook) {
+  fs::create_directories(ck());
+  JobRecorder recorder = open_recorder(paths().dir);
+  const JobSpec s = spec(2);
+  std::vector<std::string> retired;
+  CheckpointLedger ledger(recorder, s, paths(), SnapshotPolicy::never,
+                          {nullptr, [&](const CommittedCheckpoint& c) { retired.push_back(c.id); }});
+  for (int step : {5, 10, 15}) {
+    write("ckpt-" + std::to_string(step) + ".pt", "s" + std::to_string(step));
+    ledger.scan(true);
+  }
+  ASSERT_EQ(retired.size(), 1u);
+  EXPECT_FALSE(fs::exists(ck() / "ckpt-5.pt")) << "retention deletes the oldest";
+  EXPECT_TRUE(fs::exists(ck() / "ckpt-15.pt"));
+  EXPECT_EQ(resume_candidates(recorder.state()).size(), 2u);
+}
+
+TEST_F(Ledger, AChangedCheckpointIsMarkedBadAndTheOneBeforeIsResumed) {
+  fs::create_directories(ck());
+  JobRecorder recorder = open_recorder(paths().dir);
+  const JobSpec s = spec();
+  CheckpointLedger ledger(recorder, s, paths(), SnapshotPolicy::never, {});
+  write("ckpt-5.pt", "five");
+  ledger.scan(true);
+  write("ckpt-10.pt", "ten");
+  ledger.scan(true);
+  ASSERT_EQ(recorder.state().checkpoints.size(), 2u);
+  write_bytes(ck() / "ckpt-10.pt", make_torch_zip("ten, edited"));
+  ResumePoint resume = ledger.choose_resume_point();
+  EXPECT_EQ(resume.path, (ck() / "ckpt-5.pt").string());
+  EXPECT_EQ(recorder.state().checkpoints[1].status, CheckpointStatus::bad);
+}
+
+TEST_F(Ledger, FreshIgnoresWhatIsThereAndRetiresWhatWasCommitted) {
+  fs::create_directories(ck());
+  JobRecorder recorder = open_recorder(paths().dir);
+  const JobSpec s = spec();
+  {
+    CheckpointLedger first(recorder, s, paths(), SnapshotPolicy::never, {});
+    write("ckpt-5.pt", "five");
+    first.scan(true);
+  }
+  write("ckpt-10.pt", "ten");  // written by a run without gpuhost
+  CheckpointLedger ledger(recorder, s, paths(), SnapshotPolicy::never, {});
+  ledger.prime();
+  ledger.ignore_present();
+  ledger.scan(true);
+  EXPECT_FALSE(ledger.choose_resume_point().id.has_value()) << "--fresh resumes from nothing";
+  EXPECT_EQ(recorder.state().checkpoints.size(), 1u) << "ckpt-10 was not committed";
+}
+
+TEST_F(Ledger, APresentCheckpointIsAnnouncedWithTheOneResumedFrom) {
+  fs::create_directories(ck());
+  write("ckpt-5.pt", "five");
+  write("ckpt-10.pt", "ten");
+  JobRecorder recorder = open_recorder(paths().dir);
+  const JobSpec s = spec();
+  CheckpointLedger ledger(recorder, s, paths(), SnapshotPolicy::never, {});
+  ledger.scan(true);
+  ledger.announce_present();
+  const JournalRecord& found = recorder.contents().records.back();
+  EXPECT_EQ(found.type, "checkpoints_found");
+  EXPECT_EQ(found.fields.get_int("count"), 2);
+  EXPECT_EQ(found.fields.get_int("step"), 10);
+}
+
+TEST(TrainerLaunch, SubstitutesTheResumePathAndSetsTheEnvironment) {
+  JobSpec spec;
+  spec.name = "llama";
+  spec.command = {"python", "train.py", "--resume", "{resume}"};
+  spec.environment = {{"WANDB_MODE", "offline"}};
+  spec.save_request = JobSpec::SaveRequest::both;
+  JobPaths paths{fs::path("/jobs/llama")};
+  TrainerLaunchInputs inputs;
+  inputs.run_token = "tok";
+  inputs.attempt = 3;
+  inputs.resume = ResumePoint{"ck-9", "/ck/ckpt-90.pt"};
+  inputs.metrics_channel = "/jobs/llama/metrics/channel.jsonl";
+  auto launch = trainer_launch(spec, paths, inputs);
+  ASSERT_TRUE(launch) << launch.error().message;
+  EXPECT_EQ(launch->argv, (std::vector<std::string>{"python", "train.py", "--resume", "/ck/ckpt-90.pt"}));
+  std::map<std::string, std::string> env(launch->environment.begin(), launch->environment.end());
+  EXPECT_EQ(env["WANDB_MODE"], "offline");
+  EXPECT_EQ(env["GPUHOST_JOB"], "llama");
+  EXPECT_EQ(env[k_run_token_variable], "tok");
+  EXPECT_EQ(env["GPUHOST_ATTEMPT"], "3");
+  EXPECT_EQ(env["GPUHOST_RESUME_FROM"], "/ck/ckpt-90.pt");
+  EXPECT_EQ(env["GPUHOST_SAVE_REQUEST"], (paths.dir / "save-request").string());
+  EXPECT_EQ(env["PYTHONUNBUFFERED"], "1");
+  EXPECT_EQ(env["GPUHOST_METRICS_FILE"], "/jobs/llama/metrics/channel.jsonl");
+
+  spec.save_request = JobSpec::SaveRequest::signal;
+  spec.environment.emplace_back("GPUHOST_METRICS_FILE", "mine.jsonl");
+  inputs.resume = {};
+  inputs.inherited_pythonunbuffered = true;
+  launch = trainer_launch(spec, paths, inputs);
+  ASSERT_TRUE(launch);
+  EXPECT_EQ(launch->argv, (std::vector<std::string>{"python", "train.py"})) << "no checkpoint: the flag goes too";
+  std::multimap<std::string, std::string> all(launch->environment.begin(), launch->environment.end());
+  EXPECT_EQ(all.count("GPUHOST_SAVE_REQUEST"), 0u);
+  EXPECT_EQ(all.count("GPUHOST_RESUME_FROM"), 0u);
+  EXPECT_EQ(all.count("PYTHONUNBUFFERED"), 0u) << "the inherited value is kept";
+  EXPECT_EQ(all.count("GPUHOST_METRICS_FILE"), 1u) << "the job's own channel is not overridden";
+  EXPECT_EQ(all.find("GPUHOST_METRICS_FILE")->second, "mine.jsonl");
+}
+
+class Identity : public ::testing::Test {
+ protected:
+  ScratchDir m_scratch{"identity"};
+  fs::path root() const { return m_scratch.path() / "jobs"; }
+  JobSpec spec(const std::string& name, const fs::path& location) const {
+    JobSpec s;
+    s.name = name;
+    s.command = {"python", "train.py"};
+    s.checkpoint_location = location;
+    return s;
+  }
+  void make_job(const std::string& name, const fs::path& location) {
+    JobPaths paths = job_paths(root(), name);
+    fs::create_directories(paths.dir);
+    ASSERT_TRUE(platform::write_file_atomic(paths.spec(), job_spec_to_json(spec(name, location))));
+  }
+};
+
+TEST_F(Identity, ANewNameOrTheSameFolderKeepsTheName) {
+  auto fresh = resolve_job_identity(root(), spec("ck", "/a/ck"), false);
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(fresh->name, "ck");
+  EXPECT_TRUE(fresh->renamed_from.empty());
+  make_job("ck", "/a/ck");
+  auto same = resolve_job_identity(root(), spec("ck", "/a/./ck"), false);
+  ASSERT_TRUE(same);
+  EXPECT_EQ(same->name, "ck");
+}
+
+TEST_F(Identity, AnotherFolderGetsTheNextFreeNameOrItsOwn) {
+  make_job("ck", "/a/ck");
+  auto other = resolve_job_identity(root(), spec("ck", "/b/ck"), false);
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->name, "ck-2");
+  EXPECT_EQ(other->renamed_from, "ck");
+  make_job("ck-2", "/b/ck");
+  make_job("ck-3", "/c/ck");
+  EXPECT_EQ(resolve_job_identity(root(), spec("ck", "/b/ck"), false)->name, "ck-2") << "it finds its own again";
+  EXPECT_EQ(resolve_job_identity(root(), spec("ck", "/d/ck"), false)->name, "ck-4");
+  std::string long_name(64, 'x');
+  make_job(long_name, "/a/x");
+  auto renamed = resolve_job_identity(root(), spec(long_name, "/b/x"), false);
+  ASSERT_TRUE(renamed);
+  EXPECT_EQ(renamed->name.size(), 64u);
+  EXPECT_TRUE(renamed->name.ends_with("-2"));
+}
+
+TEST_F(Identity, AGivenNameOfAnotherFolderIsRefused) {
+  make_job("llama", "/a/ck");
+  auto refused = resolve_job_identity(root(), spec("llama", "/b/ck"), true);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::invalid_argument);
+  EXPECT_NE(refused.error().message.find("/a/ck"), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("another --name"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuhost::supervise
