@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdio>
+#include <random>
 
 namespace gpuhost {
 
@@ -146,6 +147,15 @@ std::string format_bytes(double bytes) {
   else
     std::snprintf(buf, sizeof buf, "%.1f %s", bytes, units[i]);
   return buf;
+}
+
+std::string random_hex(std::size_t digits) {
+  std::random_device device;
+  static constexpr char k_digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(digits);
+  for (std::size_t i = 0; i < digits; ++i) out += k_digits[device() % 16];
+  return out;
 }
 
 }  // namespace gpuhost

@@ -31,4 +31,8 @@ namespace gpuhost {
 // "12.3 GiB" style sizes (binary units).
 [[nodiscard]] std::string format_bytes(double bytes);
 
+// `digits` random lowercase hex digits from std::random_device: names that must not collide
+// (run tokens, probe objects), never secrets.
+[[nodiscard]] std::string random_hex(std::size_t digits);
+
 }  // namespace gpuhost

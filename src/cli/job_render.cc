@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "base/strings.h"
+#include "platform/process_info.h"
 
 namespace gpuhost::cli {
 
@@ -25,8 +26,10 @@ std::string pad(std::string text, std::size_t width) {
   return text;
 }
 
-std::string phase_colored(supervise::JobPhase phase, const TerminalStyle& style) {
-  std::string name = supervise::job_phase_name(phase);
+std::string phase_colored(const supervise::JobState& state, const TerminalStyle& style) {
+  const supervise::JobPhase phase = state.phase;
+  std::string name = shown_phase(state);
+  if (name == "interrupted") return style.yellow(name);
   switch (phase) {
     case supervise::JobPhase::finished: return style.green(name);
     case supervise::JobPhase::failed: return style.red(name);
@@ -37,6 +40,18 @@ std::string phase_colored(supervise::JobPhase phase, const TerminalStyle& style)
 }
 
 }  // namespace
+
+std::string shown_phase(const supervise::JobState& state) {
+  using supervise::JobPhase;
+  const bool active = state.phase == JobPhase::running || state.phase == JobPhase::waiting_restart ||
+                      state.phase == JobPhase::new_job;
+  if (active && state.supervisor_pid) {
+    // pid reuse: a live process that is not a gpuhost is not our supervisor.
+    auto name = platform::process_name(static_cast<unsigned>(*state.supervisor_pid));
+    if (!name || !name->starts_with("gpuhost")) return "interrupted";
+  }
+  return supervise::job_phase_name(state.phase);
+}
 
 std::string render_record_line(const supervise::JournalRecord& record, const TerminalStyle& style) {
   std::string line = supervise::summarize_record(record);
@@ -53,7 +68,7 @@ std::string render_record_line(const supervise::JournalRecord& record, const Ter
 
 json::Value job_status_json(const supervise::JobState& state) {
   json::Value doc = json::Value::object();
-  doc["phase"] = supervise::job_phase_name(state.phase);
+  doc["phase"] = shown_phase(state);
   doc["supervisor_runs"] = state.supervisor_runs;
   doc["child_starts"] = state.child_starts;
   doc["restarts"] = state.restarts;
@@ -109,11 +124,11 @@ void render_job_list(std::ostream& out, const std::vector<JobSummary>& jobs, con
       if (c.status == CheckpointStatus::committed) ++good;
       if (c.status == CheckpointStatus::bad) ++bad;
     }
-    std::string phase = supervise::job_phase_name(job.state.phase);
+    std::string phase = shown_phase(job.state);
     std::string counts = std::to_string(good) + (bad ? " (" + std::to_string(bad) + " bad)" : "");
     std::string step = job.state.last_step ? std::to_string(*job.state.last_step) : "-";
     std::string last = job.state.events.empty() ? "" : job.state.events.back().time;
-    out << pad(job.name, width + 2) << phase_colored(job.state.phase, style) << std::string(17 - std::min<std::size_t>(16, phase.size()), ' ')
+    out << pad(job.name, width + 2) << phase_colored(job.state, style) << std::string(17 - std::min<std::size_t>(16, phase.size()), ' ')
         << pad(counts, 14) << pad(step, 10) << pad(std::to_string(job.state.restarts), 10)
         << pad(std::to_string(job.state.preemptions), 11) << last << "\n";
   }
@@ -122,7 +137,11 @@ void render_job_list(std::ostream& out, const std::vector<JobSummary>& jobs, con
 void render_job_status(std::ostream& out, const std::string& name, const std::filesystem::path& dir,
                        const supervise::JobState& state, const supervise::JournalDamage& damage,
                        std::size_t max_events, const TerminalStyle& style) {
-  out << style.bold(name) << "  " << phase_colored(state.phase, style) << "\n";
+  out << style.bold(name) << "  " << phase_colored(state, style) << "\n";
+  if (shown_phase(state) == "interrupted")
+    out << "  " << style.yellow("its supervisor (pid " + std::to_string(*state.supervisor_pid) +
+                                ") is gone without stopping: run the same gpuhost run command again to resume")
+        << "\n";
   out << "  directory    " << dir.string() << "\n";
   out << "  runs         " << state.supervisor_runs << " supervisor, " << state.child_starts << " trainer starts, "
       << state.restarts << " crash restarts, " << state.preemptions << " preemptions\n";

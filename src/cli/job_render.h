@@ -25,6 +25,11 @@ struct JobSummary {
 // yellow, commits green, bad checkpoints red); empty for records not worth a line.
 [[nodiscard]] std::string render_record_line(const supervise::JournalRecord& record, const TerminalStyle& style);
 
+// The job's phase as `jobs` and `status` show it: the journal's, except "interrupted" for a job
+// whose last supervisor left no supervisor_stopped record and no longer runs (SIGKILL, a host
+// that went down): the journal alone would say "running" forever.
+[[nodiscard]] std::string shown_phase(const supervise::JobState& state);
+
 [[nodiscard]] json::Value job_status_json(const supervise::JobState& state);
 
 void render_job_list(std::ostream& out, const std::vector<JobSummary>& jobs, const TerminalStyle& style,

@@ -511,6 +511,7 @@ int run_run(CommandContext& context) {
   const int code = exit_code_for(result->outcome);
   if (json_output) {
     json::Value doc = job_status_json(result->state);
+    doc["name"] = result->job_name;
     doc["outcome"] = supervise::outcome_name(result->outcome);
     doc["reason"] = result->reason;
     if (!result->stderr_log.empty()) {

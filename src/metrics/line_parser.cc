@@ -208,6 +208,19 @@ class LineScan {
     return key;
   }
 
+  // Whether the value starting after `pos` is followed by a word that does not start another
+  // `key: value` / `key=value` pair.
+  bool followed_by_word(std::size_t pos) const {
+    const std::size_t n = m_line.size();
+    while (pos < n && is_space(m_line[pos])) ++pos;
+    while (pos < n && !is_value_end(m_line[pos])) ++pos;
+    while (pos < n && is_space(m_line[pos])) ++pos;
+    if (pos >= n || !std::isalpha(static_cast<unsigned char>(m_line[pos]))) return false;
+    while (pos < n && is_key_char(m_line[pos])) ++pos;
+    while (pos < n && is_space(m_line[pos])) ++pos;
+    return pos >= n || (m_line[pos] != ':' && m_line[pos] != '=');
+  }
+
   // `key=value`, `key = value`, `key: value`, `'key': value`.
   void scan_assignments() {
     const std::size_t n = m_line.size();
@@ -240,6 +253,9 @@ class LineScan {
       }
       auto value = parse_value(m_line, i + 1);
       if (!value) continue;
+      // "done: 3000 steps, accuracy 0.999": a number followed by a plain word is prose, not a
+      // metric named `done` (the word would be its unit). Another pair may follow ("loss: 0.5 lr: 1e-4").
+      if (c == ':' && followed_by_word(i + 1)) continue;
       if (add(key_start, *key, *value, m_candidates)) ++m_pairs;
     }
   }

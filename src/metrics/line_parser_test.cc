@@ -197,8 +197,15 @@ TEST(LineParser, IgnoresTimestampsUrlsPathsVersionsAndHex) {
            "1st=3",
            "pid=1234 port=29500 rank=0 local_rank=0 world_size=8 seed=42",
            "a == 3, b != 4, c <= 5",
+           "done: 3000 steps, accuracy 0.999",
+           "Finished: 12 epochs in 3 hours",
        })
     EXPECT_TRUE(parse_line(line).points.empty()) << line;
+}
+
+TEST(LineParser, AValueFollowedByAnotherPairIsStillAMetric) {
+  EXPECT_EQ(values_of("loss: 0.5 lr: 0.001"), (std::map<std::string, double>{{"loss", 0.5}, {"lr", 0.001}}));
+  EXPECT_EQ(values_of("train loss: 0.25"), (std::map<std::string, double>{{"loss", 0.25}}));
 }
 
 TEST(LineParser, SurvivesHostileInput) {

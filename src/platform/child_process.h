@@ -120,8 +120,9 @@ class ChildProcess {
   [[nodiscard]] Result<void> send_to(long pid, ChildSignal signal);
 
   // Waits up to `timeout` for the child to exit. nullopt while it still runs. Once it has
-  // exited, all of its output has been delivered to the handler before this returns, and later
-  // calls return the same exit.
+  // exited, what it left running in its process group / Job Object has been killed (before the
+  // child is reaped, so the group id cannot have been reused), all of its output has been
+  // delivered to the handler before this returns, and later calls return the same exit.
   [[nodiscard]] Result<std::optional<ChildExit>> wait_for(std::chrono::milliseconds timeout);
 
  private:

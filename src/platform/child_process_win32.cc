@@ -339,6 +339,10 @@ Result<std::optional<ChildExit>> ChildProcess::wait_for(std::chrono::millisecond
   if (waited == WAIT_TIMEOUT) return std::optional<ChildExit>();
   if (waited != WAIT_OBJECT_0)
     return std::unexpected(win32_error("waiting for " + state.program, GetLastError()));
+  // The attempt ends with the child: what it left in its job (workers, a wrapper's trainer) is
+  // ended too, as on POSIX, so nothing of it runs beside the next attempt. The child's own exit
+  // code is already fixed.
+  TerminateJobObject(state.job.get(), k_killed_exit_code);
   state.finish_readers(k_drain_grace);
   state.result = state.collect_exit();
   return state.result;

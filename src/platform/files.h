@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -40,6 +41,12 @@ struct DiskSpace {
 };
 
 [[nodiscard]] Result<DiskSpace> disk_space(const std::filesystem::path& path);
+
+// When a file or directory was last written, at the file system's full resolution (stat's
+// st_mtim; GetFileAttributesExW's 100 ns FILETIME). std::filesystem::last_write_time is not used
+// for this: MinGW's libstdc++ reads it through _wstat64, whole seconds only. not_found for a
+// missing path.
+[[nodiscard]] Result<std::chrono::system_clock::time_point> modified_time(const std::filesystem::path& path);
 
 // Target of a symbolic link (not resolved further).
 [[nodiscard]] Result<std::string> read_symlink(const std::filesystem::path& path);

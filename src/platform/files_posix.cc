@@ -153,6 +153,13 @@ Result<std::vector<DirectoryEntry>> list_directory(const std::filesystem::path& 
   return entries;
 }
 
+Result<std::chrono::system_clock::time_point> modified_time(const std::filesystem::path& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return std::unexpected(posix_error("reading the time of " + path.string(), errno));
+  const auto since_epoch = std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec);
+  return std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(since_epoch));
+}
+
 Result<DiskSpace> disk_space(const std::filesystem::path& path) {
   struct statvfs st;
   if (::statvfs(path.c_str(), &st) != 0)

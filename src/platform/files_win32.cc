@@ -152,6 +152,18 @@ Result<std::vector<DirectoryEntry>> list_directory(const std::filesystem::path& 
   return entries;
 }
 
+Result<std::chrono::system_clock::time_point> modified_time(const std::filesystem::path& path) {
+  WIN32_FILE_ATTRIBUTE_DATA data;
+  if (!GetFileAttributesExW(path.c_str(), GetFileExInfoStandard, &data))
+    return std::unexpected(win32_error("reading the time of " + utf8(path), GetLastError()));
+  // FILETIME: 100 ns ticks since 1601-01-01; 11644473600 s before the Unix epoch.
+  const ULONGLONG ticks = (static_cast<ULONGLONG>(data.ftLastWriteTime.dwHighDateTime) << 32) |
+                          data.ftLastWriteTime.dwLowDateTime;
+  const auto since_1601 = std::chrono::duration<long long, std::ratio<1, 10'000'000>>(static_cast<long long>(ticks));
+  const auto since_epoch = since_1601 - std::chrono::seconds(11'644'473'600LL);
+  return std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(since_epoch));
+}
+
 Result<DiskSpace> disk_space(const std::filesystem::path& path) {
   ULARGE_INTEGER available{}, total{}, free{};
   if (!GetDiskFreeSpaceExW(path.c_str(), &available, &total, &free))

@@ -529,9 +529,7 @@ Result<CheckpointVerdict> validate_checkpoint(const fs::path& path, ValidationDe
     verdict.modified = std::max(verdict.modified, f.modified);
   }
   if (v.files.empty()) {
-    std::error_code ec;
-    const auto time = fs::last_write_time(path, ec);
-    if (!ec) verdict.modified = detail::to_system_time(time);
+    if (auto time = platform::modified_time(path)) verdict.modified = *time;
   }
   v.step = step_from_name(detail::utf8_name(path.filename()));
 

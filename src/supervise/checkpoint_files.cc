@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <system_error>
 
+#include "platform/files.h"
 #include "supervise/checkpoint_internal.h"
 
 namespace gpuhost::supervise {
@@ -29,10 +30,6 @@ std::string utf8_name(const fs::path& path) {
   return std::string(text.begin(), text.end());
 }
 
-std::chrono::system_clock::time_point to_system_time(fs::file_time_type time) {
-  return std::chrono::time_point_cast<std::chrono::system_clock::duration>(
-      std::chrono::file_clock::to_sys(time));
-}
 
 Result<InputFile> InputFile::open(const fs::path& path) {
   InputFile file;
@@ -92,8 +89,8 @@ Result<std::vector<ListedFile>> list_checkpoint_files(const fs::path& path) {
     ListedFile file;
     file.path = path;
     file.size = fs::file_size(path, ec);
-    if (!ec) file.modified = to_system_time(fs::last_write_time(path, ec));
     if (ec) return std::unexpected(filesystem_error("reading checkpoint " + utf8_name(path), ec));
+    file.modified = GPUHOST_TRY(platform::modified_time(path));
     files.push_back(std::move(file));
     return files;
   }
@@ -108,9 +105,12 @@ Result<std::vector<ListedFile>> list_checkpoint_files(const fs::path& path) {
     file.path = it->path();
     file.relative_path = utf8_name(it->path().lexically_relative(path));
     file.size = fs::file_size(file.path, entry_ec);
-    if (!entry_ec) file.modified = to_system_time(fs::last_write_time(file.path, entry_ec));
     if (entry_ec == std::errc::no_such_file_or_directory) continue;  // deleted since listed
     if (entry_ec) return std::unexpected(filesystem_error("reading " + utf8_name(file.path), entry_ec));
+    auto modified = platform::modified_time(file.path);
+    if (!modified && modified.error().code == ErrorCode::not_found) continue;
+    if (!modified) return std::unexpected(modified.error());
+    file.modified = *modified;
     files.push_back(std::move(file));
   }
   if (ec) return std::unexpected(filesystem_error("listing " + utf8_name(path), ec));

@@ -76,6 +76,5 @@ struct ListedFile {
 [[nodiscard]] Result<std::vector<ListedFile>> list_checkpoint_files(const std::filesystem::path& path);
 
 [[nodiscard]] std::string utf8_name(const std::filesystem::path& path);
-[[nodiscard]] std::chrono::system_clock::time_point to_system_time(std::filesystem::file_time_type time);
 
 }  // namespace gpuhost::supervise::detail

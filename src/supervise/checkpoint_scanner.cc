@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "base/strings.h"
+#include "platform/files.h"
 #include "supervise/checkpoint_internal.h"
 
 namespace gpuhost::supervise {
@@ -61,9 +62,7 @@ std::optional<Observed> observe(const fs::path& path) {
     o.modified = std::max(o.modified, f.modified);
   }
   if (files->empty()) {
-    std::error_code ec;
-    const auto time = fs::last_write_time(path, ec);
-    if (!ec) o.modified = detail::to_system_time(time);
+    if (auto time = platform::modified_time(path)) o.modified = *time;
   }
   return o;
 }

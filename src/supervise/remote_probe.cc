@@ -1,6 +1,5 @@
 #include "supervise/remote_probe.h"
 
-#include <random>
 #include <string>
 
 #include "base/strings.h"
@@ -14,14 +13,6 @@ namespace {
 
 std::string redacted_message(const JobSpec& spec, const std::string& message) {
   return replace_all(message, spec.remote, redact_store_url(spec.remote));
-}
-
-std::string probe_token() {
-  std::random_device device;
-  std::string token;
-  const char* digits = "0123456789abcdef";
-  for (int i = 0; i < 12; ++i) token += digits[device() % 16];
-  return token;
 }
 
 }  // namespace
@@ -60,7 +51,7 @@ Result<void> probe_remote(const JobSpec& spec, std::chrono::milliseconds budget)
                                       redacted_message(spec, error.message));
   };
   if (auto listed = store.list(".gpuhost-probe", std::nullopt, 1); !listed) return fail("listing", listed.error());
-  const std::string key = ".gpuhost-probe-" + probe_token();
+  const std::string key = ".gpuhost-probe-" + random_hex(12);
   const std::string body = "gpuhost run checks that it can write here; this object is deleted at once\n";
   if (auto put = store.put(key, store::Payload::from_memory(body)); !put) return fail("writing a probe object to", put.error());
   if (auto removed = store.remove(key); !removed) return fail("deleting the probe object from", removed.error());

@@ -112,6 +112,11 @@ std::optional<std::chrono::milliseconds> checkpoint_cadence(std::span<const Wall
   return gaps[gaps.size() / 2];
 }
 
+std::chrono::milliseconds mtime_slack(WallTime written) {
+  const bool whole_second = written.time_since_epoch() % std::chrono::seconds(1) == WallTime::duration::zero();
+  return whole_second ? std::chrono::milliseconds(k_coarse_mtime_slack) : k_mtime_slack;
+}
+
 StopCause StopController::outcome() const {
   if (m_phase == Phase::idle || m_advisory) return StopCause::none;
   return m_cause;
@@ -168,7 +173,7 @@ StopActions StopController::begin_stop(SteadyTime kill_at) {
 }
 
 StopActions StopController::checkpoint_committed(WallTime written, SteadyTime now) {
-  if (m_phase != Phase::saving || written + k_mtime_slack < *m_received_wall) return {};
+  if (m_phase != Phase::saving || written + mtime_slack(written) < *m_received_wall) return {};
   if (m_advisory) {
     StopActions actions;
     actions.save_completed = true;

@@ -55,6 +55,11 @@ struct SaveTargets {
 // 10 ms at HZ=100, behind the precise clock gpuhost reads), so a write just after the notice may
 // carry a time this much earlier; nothing a trainer writes in 20 ms is a whole checkpoint.
 inline constexpr std::chrono::milliseconds k_mtime_slack{20};
+// A file system that keeps whole seconds only (FAT's 2 s, some network shares; a time with no
+// sub-second part says so) cannot tell a write just after the notice from one up to 2 s before.
+inline constexpr std::chrono::seconds k_coarse_mtime_slack{2};
+// The slack for a checkpoint last written at `written`.
+[[nodiscard]] std::chrono::milliseconds mtime_slack(WallTime written);
 
 struct StopTiming {
   std::chrono::milliseconds safety_margin{std::chrono::seconds(5)};  // stop waiting this long before the deadline

@@ -79,6 +79,17 @@ TEST(StopController, ACheckpointWrittenBeforeTheNoticeIsNotTheSave) {
   EXPECT_TRUE(a.save_completed);
 }
 
+// A file system with whole-second times (FAT, some shares) stamps a write 0.5 s after the
+// notice with the second before it.
+TEST(StopController, WholeSecondTimesGetTheCoarseSlack) {
+  StopController c(timing());
+  (void)c.notice(preemption(30s, 10500ms), true);
+  EXPECT_FALSE(c.checkpoint_committed(k_w0 + 8s, k_t0 + 11s).save_completed) << "2.5 s before: no save";
+  EXPECT_TRUE(c.checkpoint_committed(k_w0 + 10s, k_t0 + 11s).save_completed);
+  EXPECT_EQ(mtime_slack(k_w0 + 10s), std::chrono::milliseconds(2000));
+  EXPECT_EQ(mtime_slack(k_w0 + 10s + 1ms), k_mtime_slack);
+}
+
 TEST(StopController, NoSaveByTheDeadlineStopsWithWhatIsLeftOfTheMargin) {
   StopController c(timing());
   (void)c.notice(preemption(30s), true);

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <deque>
 #include <mutex>
-#include <random>
 #include <set>
 #include <system_error>
 #include <utility>
@@ -39,14 +38,6 @@ using std::chrono::milliseconds;
 // A disk with less than this free (or less than the newest checkpoint's size) is reported when
 // the trainer fails: the usual cause of a crash in the middle of a save.
 constexpr std::uint64_t k_low_disk_bytes = 256ull << 20;
-
-std::string random_token() {
-  std::random_device device;
-  std::string token;
-  const char* digits = "0123456789abcdef";
-  for (int i = 0; i < 16; ++i) token += digits[device() % 16];
-  return token;
-}
 
 std::int64_t to_ms(SteadyClock::duration d) { return duration_cast<milliseconds>(d).count(); }
 
@@ -303,7 +294,7 @@ void Supervisor::acknowledge_notice() {
 
 Result<platform::ChildProcess> Supervisor::launch(const ResumePoint& resume) {
   TrainerLaunchInputs inputs;
-  m_run_token = random_token();
+  m_run_token = random_hex(16);
   inputs.run_token = m_run_token;
   inputs.attempt = state().child_starts + 1;
   inputs.resume = resume;

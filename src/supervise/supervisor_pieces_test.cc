@@ -144,6 +144,8 @@ TEST_F(Ledger, APresentCheckpointIsAnnouncedWithTheOneResumedFrom) {
   fs::create_directories(ck());
   write("ckpt-5.pt", "five");
   write("ckpt-10.pt", "ten");
+  // Written one after the other by a run without gpuhost (both in the same clock tick here).
+  fs::last_write_time(ck() / "ckpt-5.pt", fs::last_write_time(ck() / "ckpt-10.pt") - 10s);
   JobRecorder recorder = open_recorder(paths().dir);
   const JobSpec s = spec();
   CheckpointLedger ledger(recorder, s, paths(), SnapshotPolicy::never, {});

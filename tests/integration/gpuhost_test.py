@@ -29,6 +29,28 @@ def run(args, env=None, timeout=180, input_text=None):
     return subprocess.run(cmd, env=full_env, capture_output=True, text=True, timeout=timeout, input=input_text)
 
 
+def processes_with(*texts, excluding=None):
+    """Live Linux pids (not zombies) whose command line holds every one of `texts` (and not
+    `excluding`). Under Wine a Windows process shows its Windows command line."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+            with open("/proc/%s/stat" % entry) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state in ("Z", "X") or not all(t in cmdline for t in texts):
+            continue
+        if excluding and excluding in cmdline:
+            continue
+        found.append(int(entry))
+    return found
+
+
 def scenario_env(name):
     return {"GPUHOST_NVML_LIBRARY": host_path(FAKE_NVML),
             "GPUHOST_FAKE_NVML_SCENARIO": host_path(os.path.join(SCENARIOS, name + ".json"))}

@@ -37,7 +37,7 @@ import time
 import unittest
 import zlib
 
-from gpuhost_test import BIN, IS_WINDOWS_BUILD, tmp_dir
+from gpuhost_test import BIN, IS_WINDOWS_BUILD, processes_with, tmp_dir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAINER = os.path.join(HERE, "trainers", "stdlib_trainer.py")
@@ -369,20 +369,7 @@ class RunChaos(unittest.TestCase):
 
     def processes_of(self, r):
         """Live processes whose command line names this round's checkpoint folder."""
-        found = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open("/proc/%s/cmdline" % entry, "rb") as f:
-                    argv = f.read()
-                with open("/proc/%s/stat" % entry) as f:
-                    state = f.read().rsplit(")", 1)[1].split()[0]
-            except (OSError, IndexError):
-                continue
-            if state not in ("Z", "X") and r["ckpt"].encode() in argv:
-                found.append(int(entry))
-        return found
+        return processes_with(r["ckpt"])
 
     def check_round(self, r, reference):
         where = "round %d (%s)" % (r["index"], r["ckpt"])

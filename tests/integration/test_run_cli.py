@@ -716,6 +716,12 @@ class SupervisorKilled(RunTestCase):
             time.sleep(0.05)
         self.assertFalse(alive(pid), "the trainer outlived its supervisor (no PR_SET_PDEATHSIG?)")
         self.assertNotEqual(job.journal()[-1]["type"], "supervisor_stopped")
+        # The journal says running; jobs and status say the supervisor is gone.
+        self.assertEqual(job.status()["phase"], "interrupted")
+        listed = job.gpuhost("jobs")
+        self.assertIn("interrupted", listed.stdout)
+        shown = job.gpuhost("status", job.name)
+        self.assertIn("run the same gpuhost run command again to resume", shown.stdout)
 
         before = len(job.journal())
         proc = job.run([], job.stdlib(steps, every=0, step_time=0))

@@ -11,48 +11,29 @@ rerun resumes bit-identical to an uninterrupted run. Notices come from SIGTERM t
 deadline), sent once the trainer is seen training, so a slow machine does not change the case.
 Skipped without Debian's python3-torch (install-deps.sh installs it)."""
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import time
 import unittest
 
-from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP
-from test_run_cli import SYSTEM_PYTHON, TORCH_TRAINER, RunTestCase, parse_time, read_journal, torch_available
+from gpuhost_test import IS_WINDOWS_BUILD
+from test_run_cli import SYSTEM_PYTHON, TORCH_TRAINER, Job, RunTestCase, parse_time, torch_available
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DDP_TRAINER = os.path.join(HERE, "trainers", "ddp_trainer.py")
-FAST = ["--settle", "0.3", "--cloud", "none", "--quiet", "--backoff", "0.1"]
-
-
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-class TorchJob:
-    """A job in a fresh folder: GPUHOST_HOME, checkpoint folder, final-state file."""
+class TorchJob(Job):
+    """test_run_cli's Job (its own GPUHOST_HOME and checkpoint folder) with PyTorch trainers nobody
+    changed for gpuhost, and torchrun."""
 
     def __init__(self, test, label):
-        self.test = test
-        self.name = label
-        self.dir = os.path.join(TMP, "run-save-requests", label)
-        shutil.rmtree(self.dir, ignore_errors=True)
-        os.makedirs(self.dir)
-        self.home = os.path.join(self.dir, "home")
-        self.ck = os.path.join(self.dir, "ck")
-        self.final = os.path.join(self.dir, "final.state")
-        self.job_dir = os.path.join(self.home, "jobs", label)
-        self.runs = 0
-
-    def env(self):
-        env = dict(os.environ)
-        env["NO_COLOR"] = "1"
-        env["GPUHOST_HOME"] = self.home
-        env.pop("GPUHOST_SAVE_REQUEST", None)
-        return env
+        super().__init__(test, "save-" + label)
 
     def torch(self, steps, every, step_time, handlers="none"):
         return [SYSTEM_PYTHON, TORCH_TRAINER, "--steps", str(steps), "--every", str(every), "--step-time",
@@ -66,52 +47,18 @@ class TorchJob:
                 "--step-time", str(step_time), "--out", self.ck, "--final-state", self.final, "--handlers", handlers,
                 "--resume", "{resume}"]
 
-    def argv(self, flags, trainer):
-        return [BIN, "run", "--name", self.name, "--checkpoints", self.ck] + FAST + list(flags) + ["--"] + trainer
+    def stderr(self):
+        return self.stderr_of(self.runs)
 
-    def start(self, flags, trainer):
-        self.runs += 1
-        self.err_path = os.path.join(self.dir, "gpuhost-%d.err" % self.runs)
-        err = open(self.err_path, "w")
-        proc = subprocess.Popen(self.argv(flags, trainer), env=self.env(), stdout=subprocess.DEVNULL, stderr=err)
-        err.close()
-        self.test.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
-        return proc
-
-    def run(self, flags, trainer, timeout=300):
-        self.runs += 1
-        return subprocess.run(self.argv(flags, trainer), env=self.env(), capture_output=True, text=True, timeout=timeout)
-
-    def journal(self):
-        path = os.path.join(self.job_dir, "journal.jsonl")
-        return read_journal(path) if os.path.exists(path) else []
-
+    # Polled before gpuhost has made them: empty until then.
     def records(self, kind):
-        return [r for r in self.journal() if r["type"] == kind]
+        return super().records(kind) if os.path.exists(self.journal_path) else []
 
     def stdout_log(self):
-        path = os.path.join(self.job_dir, "logs", "stdout.log")
-        if not os.path.exists(path):
-            return ""
-        with open(path, errors="replace") as f:
-            return f.read()
+        return super().stdout_log() if os.path.exists(os.path.join(self.job_dir, "logs", "stdout.log")) else ""
 
-    def summary(self):
-        return "\n  " + "\n  ".join(str(r)[:300] for r in self.journal())
-
-    def wait_for(self, predicate, what, proc, timeout=180):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if predicate():
-                return
-            if proc.poll() is not None:
-                self.test.fail("gpuhost exited (%d) before %s:%s" % (proc.returncode, what, self.summary()))
-            time.sleep(0.1)
-        self.test.fail("timed out waiting for " + what + self.summary())
-
-    def stderr(self):
-        with open(self.err_path) as f:
-            return f.read()
+    def wait_until(self, predicate, what, proc, timeout=180):
+        self.wait_for(lambda records: predicate(), what, proc, timeout)
 
 
 _references = {}
@@ -121,7 +68,7 @@ def reference(kind, steps):
     """Final weights of an uninterrupted run of the same trainer (computed once per shape)."""
     key = (kind, steps)
     if key not in _references:
-        job = TorchJob(None, "reference-%s-%d" % (kind, steps))
+        job = TorchJob(None, "reference-%s-%d" % (kind, steps))  # for its folders only
         command = job.torch(steps, 0, 0) if kind == "torch" else job.torchrun(steps, 0, 0)
         command = [c for c in command if c not in ("--resume", "{resume}")]
         subprocess.run(command, check=True, capture_output=True, timeout=600, cwd=job.dir)
@@ -156,7 +103,7 @@ class UnchangedTrainers(RunTestCase):
         job = TorchJob(self, "no-handler-periodic")
         steps = 400
         proc = job.start([], job.torch(steps, every=25, step_time=0.06))
-        job.wait_for(lambda: len(job.records("checkpoint_committed")) >= 2, "two periodic checkpoints", proc)
+        job.wait_until(lambda: len(job.records("checkpoint_committed")) >= 2, "two periodic checkpoints", proc)
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=120)
         self.assertEqual(proc.returncode, 75, job.stderr() + job.summary())
@@ -171,7 +118,7 @@ class UnchangedTrainers(RunTestCase):
         self.assertIn("after saving ck-%d" % saved["seq"], job.stderr())
         self.assertIn("run the same command again", job.stderr())
         # The rerun resumes from that checkpoint and ends where an uninterrupted run ends.
-        rerun = job.run([], job.torch(steps, every=0, step_time=0))
+        rerun = job.run([], job.torch(steps, every=0, step_time=0), timeout=300)
         self.assert_exit(rerun, 0)
         started = job.records("child_started")[-1]
         self.assertEqual(started["resume_from"], "ck-%d" % saved["seq"])
@@ -182,7 +129,7 @@ class UnchangedTrainers(RunTestCase):
         # Its first checkpoint would come at step 100000: none lands before the deadline (the 20 s
         # margin leaves 10 s of the 30 s).
         proc = job.start(["--safety-margin", "20"], job.torch(100000, every=100000, step_time=0.02))
-        job.wait_for(lambda: "step 40 " in job.stdout_log(), "training", proc)
+        job.wait_until(lambda: "step 40 " in job.stdout_log(), "training", proc)
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=120)
         self.assertEqual(proc.returncode, 75, job.stderr() + job.summary())
@@ -201,14 +148,14 @@ class UnchangedTrainers(RunTestCase):
         job = TorchJob(self, "handler")
         steps = 300
         proc = job.start([], job.torch(steps, every=0, step_time=0.03, handlers="gpuhost"))
-        job.wait_for(lambda: "step 30 " in job.stdout_log(), "training", proc)
+        job.wait_until(lambda: "step 30 " in job.stdout_log(), "training", proc)
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=120)
         self.assertEqual(proc.returncode, 75, job.stderr() + job.summary())
         self.assertEqual(job.records("save_requested")[0]["signalled"], 1)
         self.assertIn("save requested at step", job.stdout_log())
         saved = self.assert_save_written_after_notice(job)
-        rerun = job.run([], job.torch(steps, every=0, step_time=0, handlers="gpuhost"))
+        rerun = job.run([], job.torch(steps, every=0, step_time=0, handlers="gpuhost"), timeout=300)
         self.assert_exit(rerun, 0)
         self.assertEqual(job.records("child_started")[-1]["resume_from"], "ck-%d" % saved["seq"])
         self.assertEqual(open(job.final, "rb").read(), reference("torch", steps))
@@ -217,7 +164,7 @@ class UnchangedTrainers(RunTestCase):
         job = TorchJob(self, "torchrun")
         steps = 1500
         proc = job.start([], job.torchrun(steps, every=0, step_time=0.01))
-        job.wait_for(lambda: "step 100 " in job.stdout_log(), "DDP training", proc, timeout=240)
+        job.wait_until(lambda: "step 100 " in job.stdout_log(), "DDP training", proc, timeout=240)
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=180)
         self.assertEqual(proc.returncode, 75, job.stderr() + job.summary())
@@ -228,7 +175,7 @@ class UnchangedTrainers(RunTestCase):
         self.assertIn("save requested at step", job.stdout_log())
         saved = self.assert_save_written_after_notice(job)
         self.assert_never_killed_by_the_save_signal(job)
-        rerun = job.run([], job.torchrun(steps, every=0, step_time=0))
+        rerun = job.run([], job.torchrun(steps, every=0, step_time=0), timeout=300)
         self.assert_exit(rerun, 0)
         self.assertEqual(job.records("child_started")[-1]["resume_from"], "ck-%d" % saved["seq"])
         self.assertEqual(open(job.final, "rb").read(), reference("torchrun", steps))
@@ -236,9 +183,9 @@ class UnchangedTrainers(RunTestCase):
     def test_second_ctrl_c_kills_at_once(self):
         job = TorchJob(self, "ctrl-c-twice")
         proc = job.start([], job.torch(100000, every=100000, step_time=0.02))
-        job.wait_for(lambda: "step 20 " in job.stdout_log(), "training", proc)
+        job.wait_until(lambda: "step 20 " in job.stdout_log(), "training", proc)
         proc.send_signal(signal.SIGINT)
-        job.wait_for(lambda: job.records("save_requested"), "the save request", proc)
+        job.wait_until(lambda: job.records("save_requested"), "the save request", proc)
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
         self.assertEqual(proc.returncode, 130, job.stderr() + job.summary())
