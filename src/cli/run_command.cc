@@ -154,6 +154,12 @@ Examples:
   # Slurm: sbatch --requeue --signal=B:TERM@120 ... gpuhost run --job-file gpuhost.toml
   # watch loss curves and GPUs live in a browser (the URL is printed)
   gpuhost run --checkpoints ckpt --dashboard -- python train.py --resume {resume}
+  # torchrun: the save signal reaches the workers that handle it, never the agent
+  gpuhost run --checkpoints ckpt -- torchrun --nproc_per_node=8 train.py --resume {resume}
+  # a new experiment in a folder that still holds an old one's checkpoints
+  gpuhost run --checkpoints out --fresh -- python train.py
+  # fail fast when the bucket is wrong, or train anyway and learn at the end (exit 5)
+  gpuhost run --checkpoints ckpt --remote s3://bucket/run --remote-optional -- python train.py
   # rehearse a spot reclaim with 30 s notice, then resume
   gpuhost run --checkpoints ckpt --drill preempt@20 -- python train.py --resume {resume}; gpuhost run --checkpoints ckpt -- python train.py --resume {resume}
 )";

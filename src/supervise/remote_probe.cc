@@ -23,8 +23,11 @@ Result<void> check_remote_settings(const JobSpec& spec) {
   if (auto store = store::open_store(spec.remote); !store)
     return make_error(ErrorCode::invalid_argument, "--remote " + url + ": " + redacted_message(spec, store.error().message));
   if (!spec.encrypt.empty()) {
+    // The suite's own message names it ("--encrypt sm4: ..."); an unsupported one keeps its code.
     if (auto suite = crypt::choose_suite(spec.encrypt); !suite)
-      return make_error(ErrorCode::invalid_argument, "--encrypt " + spec.encrypt + ": " + suite.error().message);
+      return std::unexpected(with_context(suite.error(), suite.error().code == ErrorCode::unsupported
+                                                             ? "checking the job: unsupported on this build"
+                                                             : "checking the job"));
   }
   const bool have_key_source = spec.encryption_key_file || platform::get_env(crypt::k_key_file_env) ||
                                platform::get_env(crypt::k_key_env);

@@ -11,8 +11,8 @@ namespace gpuhost::supervise {
 // lock, no trainer), so a typo costs nothing and an unusable remote is known before training.
 
 // The settings alone: the URL parses into a store, an encryption suite exists on this build, a
-// key file or key variable given is readable and holds a key. invalid_argument (exit 2), with
-// the setting named. A spec with no remote passes.
+// key file or key variable given is readable and holds a key. invalid_argument or unsupported
+// (exit 2), with the setting named. A spec with no remote passes.
 [[nodiscard]] Result<void> check_remote_settings(const JobSpec& spec);
 
 // The store itself: it can be listed, and a small probe object can be written and deleted at

@@ -22,6 +22,7 @@
 #include "supervise/job_mirror.h"
 #include "supervise/job_recorder.h"
 #include "supervise/output_log.h"
+#include "supervise/notice_response.h"
 #include "supervise/stop_controller.h"
 #include "supervise/trainer_launch.h"
 #include "supervise/training_metrics.h"
@@ -38,8 +39,6 @@ using std::chrono::milliseconds;
 // A disk with less than this free (or less than the newest checkpoint's size) is reported when
 // the trainer fails: the usual cause of a crash in the middle of a save.
 constexpr std::uint64_t k_low_disk_bytes = 256ull << 20;
-
-std::int64_t to_ms(SteadyClock::duration d) { return duration_cast<milliseconds>(d).count(); }
 
 std::string seconds_text(milliseconds d) {
   char text[32];
@@ -93,15 +92,6 @@ class NoticeInbox {
 
 using StopReason = StopCause;
 
-void merge(StopActions& into, const StopActions& more) {
-  into.request_save |= more.request_save;
-  into.send_stop |= more.send_stop;
-  into.kill |= more.kill;
-  into.save_completed |= more.save_completed;
-  into.save_timed_out |= more.save_timed_out;
-  into.resume_training |= more.resume_training;
-}
-
 // The supervisor's loop: one trainer attempt after another, notices turned into saves and stops
 // (stop_controller.h), restarts by the policy. The journal and the state folded from it are the
 // recorder's; checkpoints are the ledger's; the remote is the mirror's.
@@ -112,13 +102,21 @@ class Supervisor {
         m_recorder(std::move(journal), JobRecorder::Callbacks{options.on_record, options.on_message}),
         m_ledger(m_recorder, m_spec, m_paths, options.snapshots,
                  CheckpointLedger::Hooks{[this](const CommittedCheckpoint& c, SystemClock::time_point written) {
-                                           on_committed(c, written);
+                                           if (m_mirror) m_mirror->committed(c);
+                                           m_response.committed(c, written);
                                          },
                                          [this](const CommittedCheckpoint& c) {
                                            if (m_mirror) m_mirror->retired(c);
                                          }}),
         m_stdout_log(m_paths.logs() / "stdout.log"), m_stderr_log(m_paths.logs() / "stderr.log"),
-        m_stop(StopTiming{m_spec.safety_margin, m_spec.stop_grace}) {}
+        m_response(NoticeResponse::Context{
+            m_recorder, m_spec, m_paths,
+            [this](const PreemptionNotice& notice) -> Result<void> {
+              if (!m_watcher) return {};
+              return m_watcher->acknowledge(notice);
+            },
+            [this]() -> std::optional<std::int64_t> { return m_metrics ? m_metrics->newest_step() : std::nullopt; },
+            !m_spec.remote.empty()}) {}
 
   Result<SupervisorResult> run();
 
@@ -131,9 +129,6 @@ class Supervisor {
   void start_training_metrics();
   void record_progress(bool now = false);
   void scan_checkpoints(bool settled) { m_ledger.scan(settled); }
-  // A checkpoint was committed: the mirror uploads it, the stop controller judges whether it is
-  // the save a notice asked for.
-  void on_committed(const CommittedCheckpoint& checkpoint, SystemClock::time_point written);
   Result<platform::ChildProcess> launch(const ResumePoint& resume);
 
   // One life of the child; returns how it ended.
@@ -145,19 +140,8 @@ class Supervisor {
   };
   Result<AttemptEnd> supervise_child(platform::ChildProcess& child, const ResumePoint& resume);
 
-  void handle_notice(platform::ChildProcess& child, const PreemptionNotice& notice,
-                     StopReason reason = StopReason::preemption);
-  void request_save(platform::ChildProcess& child);
-  // Carries out what the stop controller decided (and what commits decided meanwhile).
-  void apply(platform::ChildProcess& child, StopActions actions);
-  // The newest step the trainer reported and the newest committed checkpoint's step.
-  std::optional<std::int64_t> newest_reported_step() const;
-  std::optional<std::int64_t> newest_checkpoint_step() const;
-  void acknowledge_notice();
   void check_disk_after_failure();
   std::optional<StopReason> wait_between_attempts(milliseconds delay);
-  // After a stop: which checkpoint was saved, or what is lost and where a rerun resumes.
-  std::string stop_report() const;
   SupervisorResult finish(Outcome outcome, std::string reason);
 
   const SupervisorOptions& m_options;
@@ -181,17 +165,8 @@ class Supervisor {
   SteadyClock::time_point m_next_progress{};
   std::optional<std::int64_t> m_last_progress_step;
 
-  // The stop logic (stop_controller.h) and the notice it acts on in this attempt (for the
-  // acknowledgement and the mirror's deadline, also after the trainer has exited).
-  StopController m_stop;
-  std::optional<PreemptionNotice> m_notice;
-  bool m_ack_pending = false;  // with a mirror, the acknowledgement waits for the upload
-  StopActions m_pending;       // decided by a commit inside a scan, carried out by the loop
-  std::string m_saved_id;      // the checkpoint saved for this attempt's notice, if one was
-  // When this attempt started and when each checkpoint it committed was written: the trainer's
-  // rhythm (the start stands in for a first save, so one checkpoint already gives an estimate,
-  // a cautious one: it includes the start-up).
-  std::vector<SystemClock::time_point> m_checkpoint_writes;
+  // Notices, saves and stops of the current attempt (notice_response.h).
+  NoticeResponse m_response;
 };
 
 void Supervisor::start_training_metrics() {
@@ -255,42 +230,9 @@ void Supervisor::start_watcher() {
   m_watcher = std::make_unique<NoticeWatcher>(options, callbacks);
 }
 
-void Supervisor::on_committed(const CommittedCheckpoint& checkpoint, SystemClock::time_point written) {
-  if (m_mirror) m_mirror->committed(checkpoint);
-  if (!m_checkpoint_writes.empty() && written >= m_checkpoint_writes.front()) m_checkpoint_writes.push_back(written);
-  const auto received = m_stop.received();
-  StopActions actions = m_stop.checkpoint_committed(written, SteadyClock::now());
-  if (actions.save_completed) {
-    m_saved_id = checkpoint.id;
-    json::Value done = json::Value::object();
-    done["id"] = checkpoint.id;
-    done["duration_ms"] = received ? to_ms(SteadyClock::now() - *received) : 0;
-    done["written"] = journal_time(written);
-    record("save_completed", std::move(done));
-    // With a mirror, the cloud is told to go ahead only once the upload is durable (or the
-    // deadline came): Azure evicts right after the acknowledgement.
-    if (m_mirror) {
-      m_ack_pending = true;
-    } else {
-      acknowledge_notice();
-    }
-  }
-  merge(m_pending, actions);
-}
 
-void Supervisor::acknowledge_notice() {
-  m_ack_pending = false;
-  if (!m_notice || !m_watcher || m_notice->event_id.empty()) return;
-  auto acknowledged = m_watcher->acknowledge(*m_notice);
-  json::Value ack = json::Value::object();
-  ack["source"] = notice_source_name(m_notice->source);
-  ack["event_id"] = m_notice->event_id;
-  if (acknowledged) {
-    record("notice_acknowledged", std::move(ack));
-  } else {
-    message("could not acknowledge the notice: " + acknowledged.error().message);
-  }
-}
+
+
 
 Result<platform::ChildProcess> Supervisor::launch(const ResumePoint& resume) {
   TrainerLaunchInputs inputs;
@@ -332,7 +274,7 @@ Result<platform::ChildProcess> Supervisor::launch(const ResumePoint& resume) {
   m_stderr_log.write(separator);
   auto spawned = platform::ChildProcess::spawn(child);
   if (!spawned) return std::unexpected(spawned.error());
-  m_checkpoint_writes.assign(1, SystemClock::now());
+  m_response.begin_attempt(SystemClock::now());
   json::Value fields = json::Value::object();
   fields["pid"] = spawned->pid();
   fields["attempt"] = inputs.attempt;
@@ -345,142 +287,15 @@ Result<platform::ChildProcess> Supervisor::launch(const ResumePoint& resume) {
   return spawned;
 }
 
-std::optional<std::int64_t> Supervisor::newest_reported_step() const {
-  std::optional<std::int64_t> step = m_metrics ? m_metrics->newest_step() : std::nullopt;
-  if (!step) step = state().last_step;
-  return step;
-}
 
-std::optional<std::int64_t> Supervisor::newest_checkpoint_step() const {
-  auto live = resume_candidates(state());
-  for (const CommittedCheckpoint* c : live)
-    if (c->step) return c->step;
-  return std::nullopt;
-}
 
-// The save request goes to the processes that can take it: on Linux those whose SigCgt has the
-// save signal (a launcher such as torchrun's agent, or a trainer with no handler, would die of
-// it), on Windows the whole group only when the job declared a handler. When nothing can take
-// it, nothing is sent: the trainer's next periodic checkpoint is the save, and the journal says
-// when it is expected from the rhythm seen so far.
-void Supervisor::request_save(platform::ChildProcess& child) {
-  json::Value fields = json::Value::object();
-  const bool by_file = m_spec.save_request == JobSpec::SaveRequest::file || m_spec.save_request == JobSpec::SaveRequest::both;
-  const bool by_signal =
-      m_spec.save_request == JobSpec::SaveRequest::signal || m_spec.save_request == JobSpec::SaveRequest::both;
-  if (by_file) {
-    json::Value request = json::Value::object();
-    request["source"] = notice_source_name(m_notice->source);
-    request["deadline"] = journal_time(m_notice->deadline);
-    auto written = platform::write_file_atomic(m_paths.save_request(), json::dump(request) + "\n");
-    if (!written) message("could not write the save request file: " + written.error().message);
-  }
-  fields["method"] = by_file && by_signal ? "both" : by_file ? "file" : "signal";
-  int signalled = 0;
-  if (by_signal) {
-    const char* name = platform::child_signal_name(m_spec.save_signal);
-    fields["signal"] = name;
-    auto members = child.members(m_spec.save_signal);
-    if (!members) message(std::string("could not list the trainer's processes: ") + members.error().message);
-    SaveTargets targets = choose_save_targets(members ? *members : std::vector<platform::TreeMember>{},
-                                              m_spec.save_signal_declared);
-    if (targets.unknown) {
-      // Windows: a console event goes to the whole group.
-      if (!targets.pids.empty()) {
-        auto sent = child.send(m_spec.save_signal);
-        if (sent) signalled = static_cast<int>(members->size());
-        else message(std::string("could not send ") + name + ": " + sent.error().message);
-      } else {
-        fields["undeclared"] = true;
-      }
-    } else {
-      for (long pid : targets.pids) {
-        auto sent = child.send_to(pid, m_spec.save_signal);
-        if (sent) ++signalled;
-        else message(std::string("could not send ") + name + ": " + sent.error().message);
-      }
-    }
-    fields["signalled"] = signalled;
-    fields["spared"] = string_array(targets.spared);
-    if (targets.launcher != Launcher::none) fields["launcher"] = launcher_name(targets.launcher);
-  }
-  if (signalled == 0 && !by_file) {
-    // Nothing was asked: the next periodic checkpoint is the save.
-    fields["waiting"] = "periodic";
-    auto cadence = checkpoint_cadence(m_checkpoint_writes);
-    if (cadence) fields["cadence_ms"] = cadence->count();
-    const auto now_wall = SystemClock::now();
-    const auto save_deadline_wall = m_notice->deadline - m_spec.safety_margin;
-    if (cadence) {
-      auto expected = m_checkpoint_writes.back() + *cadence;
-      if (expected < now_wall) expected = now_wall;
-      if (expected <= save_deadline_wall) fields["expected_in_ms"] = duration_cast<milliseconds>(expected - now_wall).count();
-    }
-  }
-  record("save_requested", std::move(fields));
-}
 
-void Supervisor::apply(platform::ChildProcess& child, StopActions actions) {
-  merge(actions, m_pending);
-  m_pending = {};
-  if (actions.save_timed_out) {
-    json::Value fields = json::Value::object();
-    const auto received = m_stop.received();
-    fields["waited_ms"] = received ? to_ms(SteadyClock::now() - *received) : 0;
-    auto last = newest_reported_step();
-    auto kept = newest_checkpoint_step();
-    fields["last_step"] = last ? json::Value(*last) : json::Value();
-    fields["checkpoint_step"] = kept ? json::Value(*kept) : json::Value();
-    fields["lost_steps"] = last ? json::Value(*last - kept.value_or(0)) : json::Value();
-    record("save_timed_out", std::move(fields));
-  }
-  if (actions.resume_training) m_notice.reset();  // advisory handled: training goes on
-  if (actions.send_stop) {
-    auto sent = child.send(m_spec.stop_signal);
-    if (!sent) {
-      message(std::string("could not send ") + platform::child_signal_name(m_spec.stop_signal) + ": " +
-              sent.error().message + "; killing the trainer");
-      actions.kill = true;
-    }
-  }
-  if (actions.kill) child.kill_tree();
-}
 
-void Supervisor::handle_notice(platform::ChildProcess& child, const PreemptionNotice& notice, StopReason reason) {
-  if (notice.event_id == "\x01trouble") {
-    json::Value fields = json::Value::object();
-    fields["source"] = notice_source_name(notice.source);
-    fields["message"] = notice.detail;
-    record("watcher_trouble", std::move(fields));
-    return;
-  }
-  json::Value fields = json::Value::object();
-  fields["source"] = notice_source_name(notice.source);
-  fields["kind"] = reason == StopReason::user_stop       ? "stop"
-                   : notice.kind == NoticeKind::advisory ? "advisory"
-                                                         : "preemption";
-  fields["deadline"] = journal_time(notice.deadline);
-  fields["detail"] = notice.detail;
-  fields["event_id"] = notice.event_id;
-  record("notice", std::move(fields));
 
-  const auto now = SteadyClock::now();
-  const auto now_wall = SystemClock::now();
-  StopController::Notice input;
-  input.cause = reason;
-  input.advisory = notice.kind == NoticeKind::advisory;
-  input.now = now;
-  input.now_wall = now_wall;
-  input.deadline = now + duration_cast<SteadyClock::duration>(notice.deadline - now_wall);
-  // The first notice is the one acknowledged, unless a later one carries the event to answer.
-  if (!m_notice || (m_notice->event_id.empty() && !notice.event_id.empty()) ||
-      (m_notice->kind == NoticeKind::advisory && notice.kind == NoticeKind::preemption))
-    m_notice = notice;
-  StopActions actions = m_stop.notice(input, m_spec.save_request != JobSpec::SaveRequest::none);
-  if (actions.kill && reason == StopReason::user_stop) message("second interrupt: killing the trainer now");
-  if (actions.request_save) request_save(child);
-  apply(child, actions);
-}
+
+
+
+
 
 Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProcess& child, const ResumePoint& resume) {
   AttemptEnd end;
@@ -488,10 +303,6 @@ Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProces
   const auto started = SteadyClock::now();
   auto next_scan = started;
   bool drill_kill = false;
-  m_notice.reset();
-  m_stop.reset();
-  m_pending = {};
-  m_saved_id.clear();
 
   for (;;) {
     auto exited = child.wait_for(milliseconds(100));
@@ -507,11 +318,11 @@ Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProces
       notice.source = NoticeSource::signal;
       notice.detail = platform::termination_request_name(*request);
       notice.deadline = SystemClock::now() + default_lead_time(NoticeSource::signal);
-      handle_notice(child, notice,
+      m_response.notice(child, notice,
                     *request == platform::TerminationRequest::interrupt ? StopReason::user_stop : StopReason::preemption);
     }
 
-    while (auto notice = m_inbox.pop()) handle_notice(child, *notice);
+    while (auto notice = m_inbox.pop()) m_response.notice(child, *notice, StopReason::preemption);
     record_progress();
     if (m_mirror) m_mirror->pump();
 
@@ -531,7 +342,7 @@ Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProces
         notice.source = NoticeSource::drill;
         notice.deadline = SystemClock::now() + drill.lead;
         notice.detail = "drill preempt@" + seconds_text(drill.at);
-        handle_notice(child, notice);
+        m_response.notice(child, notice, StopReason::preemption);
       }
     }
 
@@ -540,7 +351,7 @@ Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProces
       next_scan = now + m_options.scan_interval;
     }
 
-    apply(child, m_stop.tick(SteadyClock::now()));
+    m_response.tick(child);
   }
 
   end.attempt.ran_for = duration_cast<milliseconds>(SteadyClock::now() - started);
@@ -559,7 +370,7 @@ Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProces
 
   // A notice that arrived while the child was ending on its own still ends this run: the machine
   // is going away either way.
-  end.stop = m_stop.outcome();
+  end.stop = m_response.outcome();
   end.drill_kill = drill_kill;
   end.attempt.succeeded = end.exit.succeeded() && end.stop == StopReason::none;
   end.attempt.preempted = end.stop != StopReason::none;
@@ -622,32 +433,13 @@ std::optional<StopReason> Supervisor::wait_between_attempts(milliseconds delay) 
   }
 }
 
-std::string Supervisor::stop_report() const {
-  auto step_text = [](const CommittedCheckpoint& c) {
-    return c.step ? c.id + " (step " + std::to_string(*c.step) + ")" : c.id;
-  };
-  auto live = resume_candidates(state());
-  if (!m_saved_id.empty()) {
-    for (const CommittedCheckpoint* c : live)
-      if (c->id == m_saved_id) return "after saving " + step_text(*c) + "; run the same command again to resume from it";
-  }
-  const auto last = newest_reported_step();
-  if (live.empty()) {
-    std::string text = "before any checkpoint";
-    if (last && *last > 0) text += ": steps 1-" + std::to_string(*last) + " are lost";
-    return text + "; run the same command again to start over";
-  }
-  std::string text = "without a new checkpoint: the next run resumes from " + step_text(*live.front());
-  const auto kept = live.front()->step;
-  if (last && kept && *last > *kept) text += ", steps " + std::to_string(*kept + 1) + "-" + std::to_string(*last) + " are lost";
-  return text + "; run the same command again to resume";
-}
+
 
 SupervisorResult Supervisor::finish(Outcome outcome, std::string reason) {
   if (m_mirror) {
     if (outcome == Outcome::preempted) {
-      if (m_notice) m_mirror->wait_for_newest(m_notice->deadline);
-      if (m_ack_pending) acknowledge_notice();
+      if (m_response.acted_on()) m_mirror->wait_for_newest(m_response.acted_on()->deadline);
+      if (m_response.acknowledgement_pending()) m_response.acknowledge();
     } else {
       // The checkpoints committed last go up before gpuhost exits, for as long as
       // --final-upload-timeout allows (Ctrl-C or SIGTERM leaves the rest to the next supervisor,
@@ -773,8 +565,8 @@ Result<SupervisorResult> Supervisor::run() {
       return finish(Outcome::failed, "lost track of the trainer: " + end.error().message);
     }
     if (end->stop == StopReason::preemption)
-      return finish(Outcome::preempted, "stopped for a preemption notice " + stop_report());
-    if (end->stop == StopReason::user_stop) return finish(Outcome::stopped, "stopped on request " + stop_report());
+      return finish(Outcome::preempted, "stopped for a preemption notice " + m_response.stop_report());
+    if (end->stop == StopReason::user_stop) return finish(Outcome::stopped, "stopped on request " + m_response.stop_report());
     if (end->attempt.succeeded) return finish(Outcome::finished, "the trainer finished");
 
     history.push_back(end->attempt);
@@ -816,39 +608,6 @@ const char* outcome_name(Outcome outcome) {
   return "failed";
 }
 
-Result<Drill> parse_drill(std::string_view text) {
-  auto usage = [&] {
-    return make_error(ErrorCode::invalid_argument,
-                      "bad drill '" + std::string(text) + "': use preempt@SECONDS[/DEADLINE_SECONDS] or kill@SECONDS");
-  };
-  auto at = text.find('@');
-  if (at == std::string_view::npos) return usage();
-  Drill drill;
-  std::string_view action = text.substr(0, at);
-  if (action == "preempt") {
-    drill.action = Drill::Action::preempt;
-  } else if (action == "kill") {
-    drill.action = Drill::Action::kill;
-  } else {
-    return usage();
-  }
-  std::string_view rest = text.substr(at + 1);
-  std::string_view lead;
-  if (auto slash = rest.find('/'); slash != std::string_view::npos) {
-    if (drill.action != Drill::Action::preempt) return usage();
-    lead = rest.substr(slash + 1);
-    rest = rest.substr(0, slash);
-  }
-  auto seconds = parse_double(rest);
-  if (!seconds || *seconds < 0 || !std::isfinite(*seconds)) return usage();
-  drill.at = milliseconds(static_cast<std::int64_t>(std::llround(*seconds * 1000)));
-  if (!lead.empty()) {
-    auto lead_seconds = parse_double(lead);
-    if (!lead_seconds || *lead_seconds < 1 || !std::isfinite(*lead_seconds)) return usage();
-    drill.lead = std::chrono::seconds(static_cast<std::int64_t>(std::llround(*lead_seconds)));
-  }
-  return drill;
-}
 
 Result<SupervisorResult> run_supervisor(const SupervisorOptions& options) {
   JobSpec spec = options.spec;

@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "supervise/checkpoint_ledger.h"
+#include "supervise/drill.h"
 #include "supervise/job.h"
 #include "supervise/job_identity.h"
 #include "supervise/job_state.h"
@@ -17,18 +18,6 @@
 #include "supervise/notice.h"
 
 namespace gpuhost::supervise {
-
-// A rehearsal: `preempt@T[/D]` delivers a preemption notice T seconds after the first child
-// start with a deadline D seconds later (default 30, the shortest any cloud gives); `kill@T`
-// SIGKILLs the child's whole tree at T, as a crash or an OOM kill would.
-struct Drill {
-  enum class Action { preempt, kill } action = Action::preempt;
-  std::chrono::milliseconds at{0};
-  std::chrono::seconds lead{30};
-};
-
-// Parses "preempt@30", "preempt@12.5/20", "kill@8". invalid_argument with the accepted forms.
-[[nodiscard]] Result<Drill> parse_drill(std::string_view text);
 
 enum class Outcome {
   finished,   // the trainer exited 0 and every committed checkpoint is where it should be

@@ -102,6 +102,10 @@ class Host:
 
     def argv(self, flags, trainer):
         fast = FAST[2:] if "--cloud" in flags else FAST  # a test that watches a cloud names it
+        if IS_WINDOWS_BUILD and "--save-signal" not in flags:
+            # native_trainer handles CTRL_BREAK; Windows cannot see that, so the job says so
+            # (doc/run-signals.md).
+            fast = fast + ["--save-signal", "CTRL_BREAK"]
         return gpuhost_cmd(["run", "--name", self.job, "--jobs-dir", host_path(self.jobs), "--checkpoints",
                             host_path(self.ck), "--remote", self.url] + fast + list(flags) + ["--"] + trainer)
 
