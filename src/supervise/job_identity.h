@@ -13,7 +13,9 @@ namespace gpuhost::supervise {
 // NAME-2, NAME-3 ... that is free or supervises this one (`renamed_from` says which was taken).
 // A --name whose job supervises another location is refused (invalid_argument, saying both), so
 // one experiment never resumes from another's checkpoints. `spec.checkpoint_location` must be
-// absolute.
+// absolute. The command is not part of the identity: rerunning the same folder with changed
+// hyperparameters (or a fixed typo) is the common way to go on, and must resume; a new job for
+// a changed command would adopt the same files anyway.
 struct JobIdentity {
   std::string name;
   std::string renamed_from;  // the default name that belonged to another location, or empty
