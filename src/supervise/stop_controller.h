@@ -118,7 +118,6 @@ class StopController {
   // stopping (also when the trainer exited on its own meanwhile: the machine goes away either
   // way); none when idle or for an advisory.
   [[nodiscard]] StopCause outcome() const;
-  [[nodiscard]] bool stop_after_save() const { return m_phase != Phase::idle && !m_advisory; }
   [[nodiscard]] std::optional<SteadyTime> save_deadline() const { return m_save_deadline; }
   [[nodiscard]] std::optional<SteadyTime> kill_at() const { return m_kill_at; }
   [[nodiscard]] std::optional<SteadyTime> received() const { return m_received; }
