@@ -14,6 +14,8 @@
 
 namespace gpuhost::platform {
 
+class JobCgroup;
+
 // A long-running child supervised by gpuhost run: unlike run_process (which runs a tool to
 // completion), the caller keeps the child, streams its output, signals it and waits in steps.
 //
@@ -41,6 +43,17 @@ struct ChildOptions {
   std::vector<std::pair<std::string, std::string>> environment;
   // Receives stdout and stderr. Without one, the child inherits our stdout and stderr.
   OutputHandler on_output;
+  // Written to the child's stdin (by a thread of its own), which is then closed. Without it
+  // stdin is the null device. A child that exits without reading it is not an error.
+  std::optional<std::string> stdin_text;
+  // Windows: the child shares our console (made if we have none), so CTRL_BREAK can reach it: a
+  // supervised trainer. false for a tool run to completion (run_process): no console is made
+  // for it and none is shown (CREATE_NO_WINDOW). Ignored on POSIX.
+  bool console = true;
+  // Linux: the child moves itself into this cgroup before exec, so its whole tree lives there
+  // whatever it does (setsid, double fork); members() lists it and the end of the child kills
+  // it and waits until it is empty. Must outlive the ChildProcess. Ignored on Windows.
+  JobCgroup* cgroup = nullptr;
 };
 
 // The save / stop requests a supervisor can send. POSIX: the named signal to the child's whole
@@ -109,7 +122,8 @@ class ChildProcess {
   void kill_tree();
 
   // The processes of the child's tree as the OS shows them now: its process group plus every
-  // descendant that left it (Linux, from /proc), or the Job Object's processes (Windows). Each
+  // descendant that left it (Linux, from /proc) and everything in its cgroup, or the Job
+  // Object's processes (Windows). Each
   // says whether it has a handler for `probe`, so a save request is sent only to processes
   // that catch it and never kills one that does not (a launcher such as torchrun, a trainer
   // with no handler). Empty once the child has been reaped.
@@ -120,8 +134,9 @@ class ChildProcess {
   [[nodiscard]] Result<void> send_to(long pid, ChildSignal signal);
 
   // Waits up to `timeout` for the child to exit. nullopt while it still runs. Once it has
-  // exited, what it left running in its process group / Job Object has been killed (before the
-  // child is reaped, so the group id cannot have been reused), all of its output has been
+  // exited, what it left running in its process group / cgroup / Job Object has been killed
+  // (the group before the child is reaped, so its id cannot have been reused; the cgroup waited
+  // on until it is empty, at most 10 s), all of its output has been
   // delivered to the handler before this returns, and later calls return the same exit.
   [[nodiscard]] Result<std::optional<ChildExit>> wait_for(std::chrono::milliseconds timeout);
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "platform/child_process.h"
+#include "platform/job_cgroup.h"
 #include "platform/launch_posix.h"
 #include "platform/posix_util.h"
 
@@ -129,9 +130,11 @@ struct ChildProcess::State {
   pid_t pid = -1;
   std::string program;
   OutputHandler on_output;
+  JobCgroup* cgroup = nullptr;
   UniqueFd pidfd;
-  launch::Pipe stop;  // a byte written here tells the readers to take what is left and return
+  launch::Pipe stop;  // a byte written here tells the readers (and the writer) to stop
   std::thread readers[2];
+  std::thread writer;  // feeds stdin_text, when there is one
 
   // Touched only by the thread calling the public methods.
   bool reaped = false;
@@ -177,6 +180,29 @@ struct ChildProcess::State {
     }
   }
 
+  // Writes `input` to the child's stdin, then closes it. SIGPIPE is blocked in this thread only,
+  // so a child that exits without reading gives EPIPE instead of killing gpuhost (the pending
+  // thread-directed signal goes away with the thread). Stops when told to, so a process that
+  // left the tree holding our pipe cannot keep it waiting.
+  void write_input(UniqueFd fd, std::string input) {
+    sigset_t pipe_signal;
+    sigemptyset(&pipe_signal);
+    sigaddset(&pipe_signal, SIGPIPE);
+    ::pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
+    ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) | O_NONBLOCK);
+    std::size_t offset = 0;
+    while (offset < input.size()) {
+      struct pollfd fds[2] = {{fd.get(), POLLOUT, 0}, {stop.read.get(), POLLIN, 0}};
+      int ready = ::poll(fds, 2, -1);
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready < 0 || fds[1].revents) break;
+      ssize_t n = ::write(fd.get(), input.data() + offset, input.size() - offset);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n <= 0) break;  // EPIPE: the child closed its stdin
+      offset += static_cast<std::size_t>(n);
+    }
+  }
+
   // Whether the child has exited, without reaping it: its zombie keeps the process group id
   // taken, so the group can still be signalled safely (no other process can have that id).
   bool exited_unreaped() {
@@ -189,23 +215,32 @@ struct ChildProcess::State {
   }
 
   // The attempt is over when the child exits: what it left of its group (workers, loader
-  // processes, a wrapper's trainer) is killed while the zombie still pins the group id, then
-  // the child is reaped, then the members we adopted as a subreaper are reaped as they die.
+  // processes, a wrapper's trainer) is killed while the zombie still pins the group id, and
+  // everything in its cgroup (what left the group too) until the cgroup is empty; then the
+  // child is reaped, then the members we adopted as a subreaper are reaped as they die.
   void end_group_and_reap(bool block) {
     if (reaped) return;
     ::kill(-pid, SIGKILL);
+    std::vector<long> in_cgroup;
+    if (cgroup) {
+      in_cgroup = cgroup->processes();
+      (void)cgroup->kill_all(std::chrono::seconds(10));
+    }
     reap(block);
-    reap_adopted_members();
+    reap_adopted_members(in_cgroup);
   }
 
-  // Zombies of our group that were re-parented to us (become_child_subreaper): nobody else can
-  // reap them.
-  void reap_adopted_members() {
+  // Zombies of our group or cgroup that were re-parented to us (become_child_subreaper): nobody
+  // else can reap them. Only those: a zombie child of ours outside them may be run_process's,
+  // which reaps its own.
+  void reap_adopted_members(const std::vector<long>& in_cgroup) {
     const pid_t self = ::getpid();
     for (int round = 0; round < 50; ++round) {
       bool pending = false;
       for (const auto& process : list_processes()) {
-        if (process.parent != self || process.group != pid || process.pid == pid) continue;
+        const bool ours = process.group == pid ||
+                          std::find(in_cgroup.begin(), in_cgroup.end(), process.pid) != in_cgroup.end();
+        if (process.parent != self || !ours || process.pid == pid) continue;
         if (process.state == 'Z') {
           ::waitpid(process.pid, nullptr, WNOHANG);
         } else {
@@ -256,6 +291,14 @@ struct ChildProcess::State {
     }
     for (std::thread& reader : readers)
       if (reader.joinable()) reader.join();
+    if (writer.joinable()) {
+      char byte = 1;
+      if (drained) {
+        ssize_t ignored = ::write(stop.write.get(), &byte, 1);
+        (void)ignored;
+      }
+      writer.join();
+    }
   }
 };
 
@@ -264,15 +307,23 @@ Result<ChildProcess> ChildProcess::spawn(const ChildOptions& options) {
   auto state = std::make_unique<State>();
   state->program = options.argv[0];
   state->on_output = options.on_output;
+  state->cgroup = options.cgroup;
 
-  UniqueFd null_input = GPUHOST_TRY(launch::open_null_input());
+  launch::Pipe input;
+  UniqueFd child_stdin;
+  if (options.stdin_text && !options.stdin_text->empty()) {
+    input = GPUHOST_TRY(launch::make_pipe());
+    child_stdin = std::move(input.read);
+  } else {
+    child_stdin = GPUHOST_TRY(launch::open_null_input());
+  }
   launch::Pipe status = GPUHOST_TRY(launch::make_pipe());
   launch::Pipe out, err;
   if (state->on_output) {
     out = GPUHOST_TRY(launch::make_pipe());
     err = GPUHOST_TRY(launch::make_pipe());
-    state->stop = GPUHOST_TRY(launch::make_pipe());
   }
+  if (state->on_output || input.write.valid()) state->stop = GPUHOST_TRY(launch::make_pipe());
 
   std::vector<std::string> argv_strings = options.argv;
   std::vector<char*> argv = launch::pointers(argv_strings);
@@ -283,12 +334,13 @@ Result<ChildProcess> ChildProcess::spawn(const ChildOptions& options) {
   setup.argv = argv.data();
   setup.envp = envp.data();
   setup.working_directory = options.working_directory ? options.working_directory->c_str() : nullptr;
-  setup.stdin_fd = null_input.get();
+  setup.stdin_fd = child_stdin.get();
   setup.stdout_fd = out.write.get();
   setup.stderr_fd = err.write.get();
   setup.status_fd = status.write.get();
   setup.die_with_parent = true;
   setup.parent_pid = ::getpid();
+  if (options.cgroup) setup.cgroup_procs_fd = options.cgroup->procs_fd();
 
   pid_t pid = ::fork();
   if (pid < 0) return std::unexpected(posix_error("starting " + state->program, errno));
@@ -299,7 +351,7 @@ Result<ChildProcess> ChildProcess::spawn(const ChildOptions& options) {
   out.write.reset();
   err.write.reset();
   status.write.reset();
-  null_input.reset();
+  child_stdin.reset();
 
   if (auto started =
           launch::read_exec_failure(status.read.get(), state->program, resolved, setup.working_directory);
@@ -311,6 +363,12 @@ Result<ChildProcess> ChildProcess::spawn(const ChildOptions& options) {
   }
   state->pidfd = launch::open_pidfd(pid);
 
+  if (input.write.valid()) {
+    State* raw = state.get();
+    raw->writer = std::thread([raw, fd = std::move(input.write), text = *options.stdin_text]() mutable {
+      raw->write_input(std::move(fd), std::move(text));
+    });
+  }
   if (state->on_output) {
     State* raw = state.get();
     raw->readers_running = 2;
@@ -354,7 +412,9 @@ Result<void> ChildProcess::send(ChildSignal signal) {
 }
 
 void ChildProcess::kill_tree() {
-  if (!m_state->reaped) ::kill(-m_state->pid, SIGKILL);
+  if (m_state->reaped) return;
+  ::kill(-m_state->pid, SIGKILL);
+  if (m_state->cgroup) m_state->cgroup->kill_now();
 }
 
 Result<std::vector<TreeMember>> ChildProcess::members(ChildSignal probe) const {
@@ -366,8 +426,11 @@ Result<std::vector<TreeMember>> ChildProcess::members(ChildSignal probe) const {
   // called setsid or setpgid is still ours while its parent chain leads to the child).
   std::vector<bool> taken(processes.size(), false);
   std::vector<pid_t> ours;
+  std::vector<long> in_cgroup;
+  if (m_state->cgroup) in_cgroup = m_state->cgroup->processes();
   for (std::size_t i = 0; i < processes.size(); ++i) {
-    if (processes[i].group == root || processes[i].pid == root) {
+    if (processes[i].group == root || processes[i].pid == root ||
+        std::find(in_cgroup.begin(), in_cgroup.end(), processes[i].pid) != in_cgroup.end()) {
       taken[i] = true;
       ours.push_back(processes[i].pid);
     }

@@ -8,6 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#ifndef _WIN32
+#include <signal.h>
+#endif
+
+#include "platform/job_cgroup.h"
 #include "platform/process.h"
 #include "platform/system_info.h"
 #include "platform/termination.h"
@@ -396,6 +401,84 @@ TEST(ChildProcess, ChildDiesWithAKilledSupervisor) {
   supervisor->kill_tree();
   EXPECT_FALSE(wait_out(*supervisor).succeeded());
   EXPECT_TRUE(gone_eventually(grandchild)) << "grandchild " << grandchild << " outlived its supervisor";
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}
+
+// A cgroup of the job's own where this machine delegates one (Linux as root here). Skipped only
+// where the kernel or the user cannot have one; any other failure to make it fails the test.
+std::unique_ptr<JobCgroup> test_cgroup(const char* tag) {
+  auto cgroup = JobCgroup::open(job_cgroup_name(std::string("child-test-") + tag, std::to_string(current_process_id())));
+  if (cgroup) return std::move(*cgroup);
+  const std::string& why = cgroup.error().message;
+  if (why.find("no cgroup v2") == std::string::npos && why.find("not writable") == std::string::npos)
+    ADD_FAILURE() << why;
+  return nullptr;
+}
+
+TEST(JobCgroup, NamesAreSafeAndTellJobFoldersApart) {
+  const std::string a = job_cgroup_name("llama 3/ft", "/jobs/a");
+  EXPECT_TRUE(a.starts_with("gpuhost-llama_3_ft-")) << a;
+  EXPECT_EQ(a.size(), std::string("gpuhost-llama_3_ft-").size() + 16);
+  EXPECT_NE(a, job_cgroup_name("llama 3/ft", "/jobs/b"));
+  EXPECT_EQ(a, job_cgroup_name("llama 3/ft", "/jobs/a"));
+  EXPECT_EQ(job_cgroup_name(std::string(100, 'x'), "k").size(), 8 + 40 + 1 + 16);
+}
+
+// A daemon-like grandchild (setsid, its parent gone) is outside the child's process group and
+// parent chain: only the cgroup still holds it. Without one it outlives the attempt (the
+// control case); with one, the end of the child ends it too.
+TEST(ChildProcess, CgroupEndsWhatLeftTheGroupAndTheSession) {
+  if (on_windows()) GTEST_SKIP() << "Windows keeps the tree in a Job Object (KillTreeEndsGrandchildren)";
+  auto cgroup = test_cgroup("escape");
+  if (!cgroup) GTEST_SKIP() << "no delegated cgroup v2 for this user";
+  auto dir = fresh_temp_dir("cgroup");
+  auto run = [&](JobCgroup* into, const char* name) {
+    auto pid_file = dir / name;
+    auto options = child({"spawn", "5", "setsid", "pidfile", pid_file.string(), "sleep", "60000", "sleep", "300"});
+    options.cgroup = into;
+    auto process = ChildProcess::spawn(options);
+    EXPECT_TRUE(process) << process.error().message;
+    if (!process) return 0L;
+    long grandchild = read_pid_file(pid_file);
+    EXPECT_GT(grandchild, 0);
+    if (into) {
+      EXPECT_TRUE(into->contains(grandchild));
+      auto members = process->members(ChildSignal::user1);
+      EXPECT_TRUE(members && std::any_of(members->begin(), members->end(),
+                                         [&](const TreeMember& m) { return m.pid == grandchild; }));
+    }
+    EXPECT_TRUE(wait_out(*process).succeeded());
+    return grandchild;
+  };
+  long escaped = run(nullptr, "control.pid");
+  EXPECT_TRUE(test_support::process_is_running(escaped)) << "the control case: the group alone misses it";
+#ifndef _WIN32
+  if (escaped > 0) ::kill(static_cast<pid_t>(escaped), SIGKILL);
+#endif
+  long held = run(cgroup.get(), "held.pid");
+  EXPECT_TRUE(gone_eventually(held)) << "grandchild " << held << " outlived its attempt";
+  EXPECT_TRUE(cgroup->processes().empty());
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}
+
+TEST(JobCgroup, KillAllEmptiesIt) {
+  if (on_windows()) GTEST_SKIP() << "cgroups are Linux's";
+  auto cgroup = test_cgroup("killall");
+  if (!cgroup) GTEST_SKIP() << "no delegated cgroup v2 for this user";
+  auto dir = fresh_temp_dir("killall");
+  auto options = child({"spawn", "4", "pidfile", (dir / "g.pid").string(), "sleep", "60000", "sleep", "60000"});
+  options.cgroup = cgroup.get();
+  auto process = ChildProcess::spawn(options);
+  ASSERT_TRUE(process) << process.error().message;
+  ASSERT_GT(read_pid_file(dir / "g.pid"), 0);
+  EXPECT_EQ(cgroup->processes().size(), 2u);
+  auto killed = cgroup->kill_all(k_patience);
+  ASSERT_TRUE(killed) << killed.error().message;
+  EXPECT_EQ(*killed, 2);
+  EXPECT_TRUE(cgroup->processes().empty());
+  EXPECT_TRUE(wait_out(*process).signaled);
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
 }

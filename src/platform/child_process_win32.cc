@@ -104,8 +104,9 @@ struct ChildProcess::State {
   OutputHandler on_output;
   UniqueHandle job;
   UniqueHandle process;
-  UniqueHandle stop;  // manual-reset event: the readers take what is left and return
+  UniqueHandle stop;  // manual-reset event: the readers (and the writer) stop
   std::thread readers[2];
+  std::thread writer;  // feeds stdin_text, when there is one
 
   // Touched only by the thread calling the public methods.
   std::optional<ChildExit> result;
@@ -137,6 +138,20 @@ struct ChildProcess::State {
     readers_done.notify_all();
   }
 
+  // Writes `input` to the child's stdin, then closes it; a child that exits without reading
+  // ends the write (ERROR_NO_DATA / broken pipe), and so does the stop event.
+  void write_input(launch::PipeEnd& pipe, const std::string& input) {
+    std::size_t offset = 0;
+    pipe.start_write(input, offset);
+    while (pipe.open()) {
+      HANDLE handles[2] = {pipe.event(), stop.get()};
+      if (WaitForMultipleObjects(2, handles, FALSE, INFINITE) != WAIT_OBJECT_0) break;
+      offset += pipe.finish_write();
+      if (pipe.open()) pipe.start_write(input, offset);
+    }
+    pipe.close();
+  }
+
   std::size_t deliver(launch::PipeEnd& pipe, OutputStream stream) {
     std::optional<std::string_view> chunk = pipe.complete_read();
     if (!chunk) return 0;
@@ -158,6 +173,10 @@ struct ChildProcess::State {
     }
     for (std::thread& reader : readers)
       if (reader.joinable()) reader.join();
+    if (writer.joinable()) {
+      SetEvent(stop.get());
+      writer.join();
+    }
   }
 
   // The exit code, and the CPU time and peak memory of the whole job; where the job does not
@@ -187,20 +206,29 @@ struct ChildProcess::State {
 
 Result<ChildProcess> ChildProcess::spawn(const ChildOptions& options) {
   const std::string resolved = GPUHOST_TRY(launch::resolve_program(options.argv, options.environment));
-  ensure_console();
+  if (options.console) ensure_console();
   auto state = std::make_unique<State>();
   state->program = options.argv[0];
   state->on_output = options.on_output;
 
-  UniqueHandle child_in = GPUHOST_TRY(launch::open_null_input());
+  const bool feed_stdin = options.stdin_text && !options.stdin_text->empty();
+  UniqueHandle child_in;
+  auto in = std::make_unique<launch::PipeEnd>();
+  if (feed_stdin) {
+    if (auto made = in->create(false, child_in); !made) return std::unexpected(made.error());
+  } else {
+    child_in = GPUHOST_TRY(launch::open_null_input());
+  }
   UniqueHandle child_out, child_err;
   auto out = std::make_unique<launch::PipeEnd>();
   auto err = std::make_unique<launch::PipeEnd>();
+  if (state->on_output || feed_stdin) {
+    state->stop.reset(CreateEventW(nullptr, TRUE, FALSE, nullptr));
+    if (!state->stop.valid()) return std::unexpected(win32_error("creating an event", GetLastError()));
+  }
   if (state->on_output) {
     if (auto made = out->create(true, child_out); !made) return std::unexpected(made.error());
     if (auto made = err->create(true, child_err); !made) return std::unexpected(made.error());
-    state->stop.reset(CreateEventW(nullptr, TRUE, FALSE, nullptr));
-    if (!state->stop.valid()) return std::unexpected(win32_error("creating an event", GetLastError()));
   } else {
     child_out = GPUHOST_TRY(inheritable_std_handle(STD_OUTPUT_HANDLE));
     child_err = GPUHOST_TRY(inheritable_std_handle(STD_ERROR_HANDLE));
@@ -222,10 +250,11 @@ Result<ChildProcess> ChildProcess::spawn(const ChildOptions& options) {
   std::wstring line = launch::command_line(options.argv);
   std::wstring env_block = launch::environment_block(options.environment);
   std::wstring directory = options.working_directory ? to_wide(*options.working_directory) : std::wstring();
-  // Suspended until it is in the job, so nothing it starts can escape the job. No
-  // CREATE_NO_WINDOW: the child must share our console for CTRL_BREAK to reach it.
+  // Suspended until it is in the job, so nothing it starts can escape the job. A supervised
+  // child has no CREATE_NO_WINDOW: it must share our console for CTRL_BREAK to reach it.
   DWORD flags =
       CREATE_SUSPENDED | CREATE_NEW_PROCESS_GROUP | CREATE_UNICODE_ENVIRONMENT | EXTENDED_STARTUPINFO_PRESENT;
+  if (!options.console) flags |= CREATE_NO_WINDOW;
   PROCESS_INFORMATION info{};
   if (!CreateProcessW(application.c_str(), line.data(), nullptr, nullptr, TRUE, flags, env_block.data(),
                       directory.empty() ? nullptr : directory.c_str(), &startup.StartupInfo, &info)) {
@@ -245,9 +274,15 @@ Result<ChildProcess> ChildProcess::spawn(const ChildOptions& options) {
     return std::unexpected(std::move(error));
   }
   ResumeThread(thread.get());
+  child_in.reset();
   child_out.reset();
   child_err.reset();
 
+  if (feed_stdin) {
+    State* raw = state.get();
+    raw->writer = std::thread(
+        [raw, pipe = std::move(in), text = *options.stdin_text] { raw->write_input(*pipe, text); });
+  }
   if (state->on_output) {
     State* raw = state.get();
     raw->readers_running = 2;

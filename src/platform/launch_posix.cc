@@ -124,6 +124,12 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
 }
 
 void exec_child(const ChildSetup& setup) {
+  // Into the job's cgroup first, so everything the program starts is inside it. A refusal (the
+  // cgroup was removed) leaves the child where it is; the parent sees it is not inside.
+  if (setup.cgroup_procs_fd >= 0) {
+    ssize_t moved = ::write(setup.cgroup_procs_fd, "0", 1);
+    (void)moved;
+  }
   ::setpgid(0, 0);
 #ifdef __linux__
   if (setup.die_with_parent) {

@@ -1,6 +1,7 @@
 #pragma once
-// How a child is started on POSIX, shared by run_process (process_posix.cc) and ChildProcess
-// (child_process_posix.cc). Only the *_posix.cc files of platform/ include this.
+// How a child is started on POSIX, used by ChildProcess (child_process_posix.cc), on which
+// run_process is built, and by find_executable (process_posix.cc). Only the *_posix.cc files of
+// platform/ include this.
 
 #include <string>
 #include <string_view>
@@ -60,6 +61,7 @@ struct ChildSetup {
   int stdout_fd = -1;
   int stderr_fd = -1;
   int status_fd = -1;  // the write end of a close-on-exec pipe; see read_exec_failure
+  int cgroup_procs_fd = -1;  // a cgroup's cgroup.procs: the child writes "0" to move itself in
   // Linux: SIGKILL the child when the thread that forked it ends (PR_SET_PDEATHSIG).
   bool die_with_parent = false;
   pid_t parent_pid = 0;  // getpid() before fork, to notice a parent that died before prctl

@@ -1,6 +1,7 @@
 #pragma once
-// How a child is started on Windows, shared by run_process (process_win32.cc) and ChildProcess
-// (child_process_win32.cc). Only the *_win32.cc files of platform/ include this.
+// How a child is started on Windows, used by ChildProcess (child_process_win32.cc), on which
+// run_process is built, and by find_executable (process_win32.cc). Only the *_win32.cc files of
+// platform/ include this.
 
 #include <optional>
 #include <string>

@@ -10,6 +10,7 @@
 //   trap NAME N   from now on, request NAME (POSIX: int term hup usr1 usr2; Windows: break) prints
 //                 "trapped <EVENT>" and exits with status N; see test_support.h
 //   pidfile PATH  write this process's id to PATH (complete when PATH appears)
+//   setsid        POSIX: leave the process group and session (as a daemon does); Windows: nothing
 //   exit N        exit with status N (the default is 0)
 #include <chrono>
 #include <cstdio>
@@ -25,6 +26,10 @@
 #include "platform/environment.h"
 #include "platform/process.h"
 #include "platform/test_support.h"
+
+#ifndef _WIN32
+#include <unistd.h>
+#endif
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -83,6 +88,10 @@ int main(int argc, char** argv) {
       partial += ".partial";
       std::ofstream(partial) << gpuhost::platform::current_process_id() << std::flush;
       std::filesystem::rename(partial, path);
+    } else if (command == "setsid") {
+#ifndef _WIN32
+      ::setsid();
+#endif
     } else if (command == "exit") {
       return std::stoi(next());
     } else {

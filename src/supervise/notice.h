@@ -1,6 +1,8 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
+#include <mutex>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -105,5 +107,30 @@ class NoticeWatcher {
 // The documented lead time of each source (AWS 2 min, Azure/GCP 30 s, Alibaba 5 min, Tencent
 // unknown → 30 s assumed, Volcengine 5 min); used when a notice carries no time of its own.
 [[nodiscard]] std::chrono::seconds default_lead_time(NoticeSource source);
+
+// Which metadata service to watch for the job's `cloud` setting: none for "none", the named
+// cloud, or for "auto" the one this host's DMI data names (its evidence in `detected_evidence`).
+// nullopt also for a cloud without an in-guest notice (Huawei).
+[[nodiscard]] std::optional<NoticeSource> watched_cloud(std::string_view cloud_setting, std::string& detected_evidence);
+
+// Notices arrive on watcher threads; the supervisor loop takes them.
+class NoticeInbox {
+ public:
+  void push(PreemptionNotice notice) {
+    std::lock_guard lock(m_mutex);
+    m_notices.push_back(std::move(notice));
+  }
+  std::optional<PreemptionNotice> pop() {
+    std::lock_guard lock(m_mutex);
+    if (m_notices.empty()) return std::nullopt;
+    PreemptionNotice notice = std::move(m_notices.front());
+    m_notices.pop_front();
+    return notice;
+  }
+
+ private:
+  std::mutex m_mutex;
+  std::deque<PreemptionNotice> m_notices;  // guarded by m_mutex
+};
 
 }  // namespace gpuhost::supervise

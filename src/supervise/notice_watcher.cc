@@ -9,6 +9,7 @@
 #include "base/json.h"
 #include "base/strings.h"
 #include "platform/local_time.h"
+#include "platform/system_info.h"
 #include "supervise/notice.h"
 #include "supervise/notice_body.h"
 
@@ -368,6 +369,23 @@ Result<void> NoticeWatcher::acknowledge(const PreemptionNotice& notice) {
   if (response->status < 200 || response->status > 299)
     return std::unexpected(http_status_error(what, *response));
   return {};
+}
+
+std::optional<NoticeSource> watched_cloud(std::string_view cloud_setting, std::string& detected_evidence) {
+  std::string cloud(cloud_setting);
+  if (cloud == "none") return std::nullopt;
+  if (cloud == "auto") {
+    platform::CloudDetection detection = platform::collect_system_info().cloud;
+    detected_evidence = detection.evidence;
+    cloud = platform::cloud_vendor_id(detection.cloud);
+  }
+  static constexpr std::pair<std::string_view, NoticeSource> k_sources[] = {
+      {"aws", NoticeSource::aws},         {"azure", NoticeSource::azure},     {"gcp", NoticeSource::gcp},
+      {"alibaba", NoticeSource::alibaba}, {"tencent", NoticeSource::tencent}, {"volcengine", NoticeSource::volcengine},
+  };
+  for (const auto& [id, source] : k_sources)
+    if (cloud == id) return source;
+  return std::nullopt;  // none detected, or a cloud without an in-guest notice (Huawei)
 }
 
 }  // namespace gpuhost::supervise

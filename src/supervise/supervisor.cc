@@ -13,6 +13,7 @@
 #include "platform/child_process.h"
 #include "platform/environment.h"
 #include "platform/file_lock.h"
+#include "platform/job_cgroup.h"
 #include "platform/files.h"
 #include "platform/process.h"
 #include "platform/system_info.h"
@@ -51,44 +52,6 @@ json::Value string_array(const std::vector<std::string>& items) {
   for (const auto& item : items) array.push_back(item);
   return array;
 }
-
-// Which metadata service to watch: the spec's cloud, or the one this host's DMI data names.
-std::optional<NoticeSource> watched_cloud(const JobSpec& spec, std::string& detected_evidence) {
-  std::string cloud = spec.cloud;
-  if (cloud == "none") return std::nullopt;
-  if (cloud == "auto") {
-    platform::CloudDetection detection = platform::collect_system_info().cloud;
-    detected_evidence = detection.evidence;
-    cloud = platform::cloud_vendor_id(detection.cloud);
-  }
-  static constexpr std::pair<std::string_view, NoticeSource> k_sources[] = {
-      {"aws", NoticeSource::aws},         {"azure", NoticeSource::azure},     {"gcp", NoticeSource::gcp},
-      {"alibaba", NoticeSource::alibaba}, {"tencent", NoticeSource::tencent}, {"volcengine", NoticeSource::volcengine},
-  };
-  for (const auto& [id, source] : k_sources)
-    if (cloud == id) return source;
-  return std::nullopt;  // none detected, or a cloud without an in-guest notice (Huawei)
-}
-
-// Notices arrive on watcher threads; the supervisor loop takes them.
-class NoticeInbox {
- public:
-  void push(PreemptionNotice notice) {
-    std::lock_guard lock(m_mutex);
-    m_notices.push_back(std::move(notice));
-  }
-  std::optional<PreemptionNotice> pop() {
-    std::lock_guard lock(m_mutex);
-    if (m_notices.empty()) return std::nullopt;
-    PreemptionNotice notice = std::move(m_notices.front());
-    m_notices.pop_front();
-    return notice;
-  }
-
- private:
-  std::mutex m_mutex;
-  std::deque<PreemptionNotice> m_notices;  // guarded by m_mutex
-};
 
 using StopReason = StopCause;
 
@@ -155,6 +118,9 @@ class Supervisor {
   NoticeInbox m_inbox;
   std::unique_ptr<NoticeWatcher> m_watcher;
   std::string m_run_token;
+  // The job's own cgroup v2 (platform/job_cgroup.h): null where none is delegated to us and on
+  // Windows (the Job Object holds the tree there).
+  std::unique_ptr<platform::JobCgroup> m_cgroup;
   std::optional<SteadyClock::time_point> m_first_start;
   std::vector<bool> m_drills_done;
   std::chrono::microseconds m_child_cpu{0};
@@ -209,7 +175,7 @@ void Supervisor::record_progress(bool right_now) {
 
 void Supervisor::start_watcher() {
   std::string evidence;
-  std::optional<NoticeSource> cloud = watched_cloud(m_spec, evidence);
+  std::optional<NoticeSource> cloud = watched_cloud(m_spec.cloud, evidence);
   if (!cloud) return;
   WatcherOptions options;
   options.cloud = *cloud;
@@ -230,10 +196,6 @@ void Supervisor::start_watcher() {
   m_watcher = std::make_unique<NoticeWatcher>(options, callbacks);
 }
 
-
-
-
-
 Result<platform::ChildProcess> Supervisor::launch(const ResumePoint& resume) {
   TrainerLaunchInputs inputs;
   m_run_token = random_hex(16);
@@ -244,6 +206,7 @@ Result<platform::ChildProcess> Supervisor::launch(const ResumePoint& resume) {
   inputs.inherited_pythonunbuffered = platform::get_env("PYTHONUNBUFFERED").has_value();
   inputs.inherited_metrics_file = platform::get_env("GPUHOST_METRICS_FILE").has_value();
   platform::ChildOptions child = GPUHOST_TRY(trainer_launch(m_spec, m_paths, inputs));
+  child.cgroup = m_cgroup.get();
   if (m_metrics) m_metrics->child_started();
   m_stderr_tail.clear();
   child.on_output = [this](platform::OutputStream stream, std::string_view chunk) {
@@ -286,16 +249,6 @@ Result<platform::ChildProcess> Supervisor::launch(const ResumePoint& resume) {
   if (!m_first_start) m_first_start = SteadyClock::now();
   return spawned;
 }
-
-
-
-
-
-
-
-
-
-
 
 Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProcess& child, const ResumePoint& resume) {
   AttemptEnd end;
@@ -355,10 +308,16 @@ Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProces
   }
 
   end.attempt.ran_for = duration_cast<milliseconds>(SteadyClock::now() - started);
-  // The child's group died with it (platform/child_process.h); what left the group (setsid,
-  // a daemonised helper) still carries the attempt's token. Nothing of this attempt may run
-  // beside the next one.
-  if (int stragglers = platform::kill_processes_with_environment(k_run_token_variable, m_run_token); stragglers > 0) {
+  // The child's group and cgroup died with it (platform/child_process.h); without a cgroup, what
+  // left the group (setsid, a daemonised helper) still carries the attempt's token. Nothing of
+  // this attempt may run beside the next one.
+  int stragglers = platform::kill_processes_with_environment(k_run_token_variable, m_run_token);
+  if (m_cgroup) {
+    auto killed = m_cgroup->kill_all(std::chrono::seconds(10));
+    if (killed) stragglers += *killed;
+    else message("processes of the last attempt are still alive: " + killed.error().message);
+  }
+  if (stragglers > 0) {
     json::Value fields = json::Value::object();
     fields["count"] = stragglers;
     fields["attempt"] = state().child_starts;
@@ -433,8 +392,6 @@ std::optional<StopReason> Supervisor::wait_between_attempts(milliseconds delay) 
   }
 }
 
-
-
 SupervisorResult Supervisor::finish(Outcome outcome, std::string reason) {
   if (m_mirror) {
     if (outcome == Outcome::preempted) {
@@ -501,15 +458,28 @@ Result<SupervisorResult> Supervisor::run() {
     if (!record("job_created", std::move(fields))) return make_error(ErrorCode::io_error, "cannot write the job journal in " + m_paths.dir.string());
   }
   const bool after_crash = state().supervisor_pid.has_value();
+  // Leftovers of an earlier supervisor of this job: everything in the job's cgroup (one name per
+  // job folder, so the same cgroup as last time), and whatever carries its last run token.
   int leftovers = 0;
-  if (!state().run_token.empty()) leftovers = platform::kill_processes_with_environment(k_run_token_variable, state().run_token);
+  std::string cgroup_unavailable;
+  if (auto cgroup = platform::JobCgroup::open(platform::job_cgroup_name(m_spec.name, m_paths.dir.string()))) {
+    m_cgroup = std::move(*cgroup);
+    auto killed = m_cgroup->kill_all(std::chrono::seconds(10));
+    if (killed) leftovers += *killed;
+    else message("processes of an earlier run are still alive: " + killed.error().message);
+  } else {
+    cgroup_unavailable = cgroup.error().message;
+  }
+  if (!state().run_token.empty()) leftovers += platform::kill_processes_with_environment(k_run_token_variable, state().run_token);
 
   std::string evidence;
   json::Value started = json::Value::object();
   started["pid"] = platform::current_process_id();
-  auto cloud = watched_cloud(m_spec, evidence);
+  auto cloud = watched_cloud(m_spec.cloud, evidence);
   started["cloud"] = cloud ? notice_source_name(*cloud) : "none";
   started["after_crash"] = after_crash;
+  if (m_cgroup) started["cgroup"] = m_cgroup->path().string();
+  else if (platform::current_os() != platform::OsFamily::windows) started["cgroup_unavailable"] = cgroup_unavailable;
   if (!record("supervisor_started", std::move(started)))
     return make_error(ErrorCode::io_error, "cannot write the job journal in " + m_paths.dir.string());
   if (leftovers > 0) {
@@ -607,7 +577,6 @@ const char* outcome_name(Outcome outcome) {
   }
   return "failed";
 }
-
 
 Result<SupervisorResult> run_supervisor(const SupervisorOptions& options) {
   JobSpec spec = options.spec;

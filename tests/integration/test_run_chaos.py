@@ -462,7 +462,7 @@ class RunChaos(unittest.TestCase):
         print("  supervisor kills that left a torn journal record: %d" % s.journal_torn_tails)
         print("  trainer starts %d, crash restarts %d, resumes %d (all OK), supervisor restarts after a crash %d"
               % (s.child_starts, s.restarts, s.resumes, s.after_crash))
-        print("  orphaned trainers killed by run token %d; checkpoints committed %d, rejected %d"
+        print("  orphaned trainer processes killed (cgroup, run token) %d; checkpoints committed %d, rejected %d"
               % (s.leftovers_killed, s.commits, s.rejected))
         print("  overlapping attempts %d; processes left after a round %d; invalid resumes %d; lost commits %d"
               % (s.overlaps, s.processes_left, s.invalid_resumes, s.lost_commits), flush=True)
