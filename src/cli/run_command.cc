@@ -73,7 +73,8 @@ On a notice:
                          Windows cannot tell whether a process handles it, and it kills one
                          that does not)
   --stop-signal SIG      default SIGTERM (Windows: CTRL_BREAK)
-  --stop-grace SECONDS   after the stop signal, before the tree is killed (default 10)
+  --stop-grace SECONDS   after the stop signal, before the tree is killed (default 10; 32 under
+                         torchrun, whose agent stops its workers within 30 s)
   --safety-margin SECONDS
                          stop waiting for the save this long before the deadline (default 5)
   --cloud auto|none|aws|azure|gcp|alibaba|tencent|volcengine

@@ -134,6 +134,7 @@ struct Series {
   SeriesInfo info;
   Columns columns;
   bool time_sorted = true;  // times non-decreasing so far: read_since can binary-search
+  bool stepped = false;     // some point carries a step
 };
 
 // What could be read of a file from `offset` on, right now.
@@ -190,6 +191,7 @@ struct MetricHistory::State {
   void store(Series& s, double time, double step, double value) {
     if (s.columns.size() > 0 && time < s.info.last_time) s.time_sorted = false;
     s.columns.push(time, step, value);
+    if (!std::isnan(step)) s.stepped = true;
     ++s.info.points;
     s.info.last_value = value;
     s.info.last_time = time;
@@ -281,11 +283,14 @@ struct MetricHistory::State {
     auto same_id = by_id.find(sid);
     auto same_name = by_name.find(name->as_string());
     if (same_id != by_id.end() || same_name != by_name.end()) {
-      // A line written again after a failed write was cut off is harmless; anything else is not.
-      bool repeat = same_id != by_id.end() && same_name != by_name.end() &&
-                    same_id->second == same_name->second &&
-                    series[same_id->second].info.source == source->as_string();
-      if (!repeat) ++stats.corrupt_records_skipped;
+      // The same id and name again: a line written again after a failed write was cut off, or a
+      // handover to a source with steps (see append). Anything else is damage.
+      bool same_series = same_id != by_id.end() && same_name != by_name.end() &&
+                         same_id->second == same_name->second;
+      if (same_series)
+        series[same_id->second].info.source = source->as_string();
+      else
+        ++stats.corrupt_records_skipped;
       return;
     }
     add_series(sid, name->as_string(), source->as_string());
@@ -452,8 +457,20 @@ bool MetricHistory::append(const Point& point, std::string_view source) {
     if (auto it = s.by_name.find(point.name); it != s.by_name.end()) {
       series = &s.series[it->second];
       if (series->info.source != source) {
-        ++s.stats.dropped_other_source;
-        return false;
+        // A source with steps takes over a name whose owner never gave one: Hugging Face prints
+        // `{'loss': 0.5, ...}` with no step before trainer_state.json logs the same loss by
+        // step, and a step axis needs the latter. The stepless points stay on the time axis.
+        if (series->stepped || !point.step || !is_valid_utf8(source)) {
+          ++s.stats.dropped_other_source;
+          return false;
+        }
+        series->info.source = std::string(source);
+        json::Value line = json::Value::object();
+        line["id"] = series->info.id;
+        line["name"] = point.name;
+        line["source"] = source;
+        s.pending_series += json::dump(line) + "\n";
+        ++s.stats.source_handovers;
       }
     } else {
       if (s.series.size() >= s.options.max_series || point.name.empty() ||

@@ -42,6 +42,7 @@ struct HistoryStats {
   std::uint64_t points = 0;                // stored, all series
   std::uint64_t dropped_over_cardinality = 0;  // points of names beyond max_series / too long
   std::uint64_t dropped_other_source = 0;      // points of a name another source owns
+  std::uint64_t source_handovers = 0;          // names taken over by a source with steps
   std::uint64_t corrupt_records_skipped = 0;   // when loading: records whose CRC did not match
   std::uint64_t torn_tail_bytes = 0;           // when loading: a partial last record cut off
   std::uint64_t write_failures = 0;            // appends that could not be written (disk full)
@@ -73,9 +74,10 @@ class MetricHistory {
   // Writer only (no-op on a read-only history). A point with wall_time 0 gets the current time.
   // A name belongs to the first source that delivered it: points of that name from another
   // source are dropped and counted (the same loss printed on stdout and logged to TensorBoard
-  // must not show twice). Returns false when the point was dropped (cardinality cap, name too
-  // long, other source). Write errors are
-  // counted in stats(), never thrown: losing metrics must never stop training.
+  // must not show twice), except that a point with a step takes a name over from a source that
+  // never gave one a step (Hugging Face's printed `{'loss': ...}` lines, then trainer_state.json).
+  // Returns false when the point was dropped (cardinality cap, name too long, other source).
+  // Write errors are counted in stats(), never thrown: losing metrics must never stop training.
   bool append(const Point& point, std::string_view source);
   // Writes buffered records to the files (no fsync: metrics are not worth a disk flush per line).
   void flush();

@@ -359,6 +359,30 @@ TEST_F(History, ANameBelongsToTheFirstSourceThatReportedIt) {
   EXPECT_EQ(writer->series()[0].source, "tfevents");
 }
 
+// Hugging Face prints `{'loss': 0.5, 'epoch': 0.1}` (no step) before trainer_state.json logs
+// the same loss by step: the stepped source takes the name over, on disk too.
+TEST_F(History, ASourceWithStepsTakesOverANameThatHadNone) {
+  {
+    auto writer = open(true);
+    ASSERT_TRUE(writer);
+    EXPECT_TRUE(writer->append(point("loss", 0.7, std::nullopt, 100), "stdout"));
+    EXPECT_FALSE(writer->append(point("loss", 0.7, std::nullopt, 100), "trainer_state"));  // no step: no claim
+    EXPECT_TRUE(writer->append(point("loss", 0.6, 10, 101), "trainer_state"));
+    EXPECT_FALSE(writer->append(point("loss", 0.5, std::nullopt, 102), "stdout"));  // stdout's no more
+    EXPECT_EQ(writer->stats().source_handovers, 1u);
+    EXPECT_EQ(writer->series()[0].source, "trainer_state");
+  }
+  auto reader = open(false);
+  ASSERT_TRUE(reader);
+  ASSERT_EQ(reader->series().size(), 1u);
+  EXPECT_EQ(reader->series()[0].source, "trainer_state");
+  EXPECT_EQ(reader->read("loss")->value, (std::vector<double>{0.7, 0.6}));
+  EXPECT_EQ(reader->stats().corrupt_records_skipped, 0u);
+  auto writer = open(true);  // a stepped owner keeps the name
+  ASSERT_TRUE(writer);
+  EXPECT_FALSE(writer->append(point("loss", 0.4, 20, 103), "stdout"));
+}
+
 TEST_F(History, ReadSinceReturnsThePointsAfterATime) {
   auto writer = open(true);
   ASSERT_TRUE(writer);

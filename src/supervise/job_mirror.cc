@@ -12,6 +12,7 @@
 #include "platform/termination.h"
 #include "store/store.h"
 #include "supervise/remote_checkpoint.h"
+#include "supervise/remote_probe.h"
 
 namespace gpuhost::supervise {
 
@@ -26,7 +27,8 @@ JobMirror::JobMirror(JobRecorder& recorder, const JobSpec& spec, const JobPaths&
 Result<std::unique_ptr<JobMirror>> JobMirror::start(JobRecorder& recorder, const JobSpec& spec, const JobPaths& paths) {
   MirrorOptions options;
   options.job = spec.name;
-  options.store = GPUHOST_TRY(store::open_store(spec.remote));
+  RemoteSettings settings = GPUHOST_TRY(load_remote_settings(spec));
+  options.store = std::move(settings.store);
   // Tuning for tests and slow links: objects above this many MiB go in parts of this size
   // (S3's minimum part is 5 MiB; transfer.h clamps).
   if (auto mib = platform::get_env("GPUHOST_MIRROR_PART_MIB")) {
@@ -35,17 +37,11 @@ Result<std::unique_ptr<JobMirror>> JobMirror::start(JobRecorder& recorder, const
       options.upload.multipart_threshold = options.upload.part_size;
     }
   }
-  const bool have_key_source = spec.encryption_key_file || platform::get_env(crypt::k_key_file_env) ||
-                               platform::get_env(crypt::k_key_env);
-  if (!spec.encrypt.empty() || have_key_source) {
-    auto key = crypt::load_encryption_key(spec.encryption_key_file);
-    if (!key) return std::unexpected(with_context(key.error(), "loading the encryption key"));
-    options.key.emplace(std::move(*key));
-  }
+  if (settings.key) options.key.emplace(std::move(*settings.key));
   // The trainer never needs the key: it is not passed on in its environment.
   platform::unset_env(crypt::k_key_env);
-  if (!spec.encrypt.empty()) options.suite = GPUHOST_TRY(crypt::choose_suite(spec.encrypt));
-  options.encrypt = !spec.encrypt.empty();  // else a key only for reading what is there
+  if (settings.suite) options.suite = *settings.suite;
+  options.encrypt = settings.suite.has_value();  // else a key only for reading what is there
   auto mirror = std::make_unique<Mirror>(std::move(options));
   // Before any upload of ours starts: what a crash left behind and no journal record continues.
   std::set<std::string> keep;

@@ -108,7 +108,10 @@ void fold_checkpoint_committed(JobState& state, const JournalRecord& record) {
   checkpoint.step = optional_int(f, "step");
   checkpoint.committed_at = record.time;
   checkpoint.modified = f.get_string("modified");
-  if (checkpoint.step) state.last_step = checkpoint.step;
+  // Where training is: a checkpoint moves it forward, never back (an older checkpoint committed
+  // after the trainer reported a later step — a late settle, a save of an earlier step — does
+  // not say training went back; a resume does, at child_started).
+  if (checkpoint.step && (!state.last_step || *checkpoint.step > *state.last_step)) state.last_step = checkpoint.step;
 
   std::string summary = "checkpoint " + checkpoint.id + " committed: ";
   if (checkpoint.step) summary += "step " + std::to_string(*checkpoint.step) + ", ";
@@ -272,6 +275,10 @@ void fold_record(JobState& state, const JournalRecord& record) {
     std::string from = f.get_string("resume_from");
     summary += from.empty() ? ", fresh start" : ", resuming from " + from;
     add_event(state, record, std::move(summary));
+    // A new attempt trains on from its resume checkpoint's step (or from the start).
+    state.last_step.reset();
+    if (const CommittedCheckpoint* resumed = from.empty() ? nullptr : find_checkpoint(state, from))
+      state.last_step = resumed->step;
   } else if (type == "child_exited") {
     fold_child_exited(state, record);
   } else if (type == "checkpoint_committed") {

@@ -80,6 +80,24 @@ TEST(JobState, CommittedCheckpointsGetIdsFromTheirSeqAndResumeNewestFirst) {
   EXPECT_EQ(event->summary, "checkpoint ck-5 committed: step 300, 1.2 GiB, validated in 0.8 s");
 }
 
+// `status` and `jobs` show where training is: an older checkpoint committed after the trainer
+// reported a later step does not move it back; a new attempt starts from its resume point.
+TEST(JobState, LastStepGoesBackOnlyWithAResume) {
+  History h;
+  h.add("job_created", {{"name", "demo"}});
+  h.add("child_started", {{"pid", 7}, {"attempt", 1}, {"resume_from", nullptr}});
+  h.commit("/ck/checkpoint-150", "xxh3-128:a", 150);
+  h.add("progress", {{"step", 300}});
+  h.commit("/ck/checkpoint-100", "xxh3-128:b", 100);  // committed late (it settled last)
+  EXPECT_EQ(h.fold().last_step, 300);
+  h.add("child_exited", {{"pid", 7}, {"exit_code", 0}, {"description", "exit code 0"}});
+  EXPECT_EQ(h.fold().last_step, 300);
+  h.add("child_started", {{"pid", 8}, {"attempt", 2}, {"resume_from", "ck-3"}});
+  EXPECT_EQ(h.fold().last_step, 150) << "the second attempt trains on from ck-3 (step 150)";
+  h.add("child_started", {{"pid", 9}, {"attempt", 3}, {"resume_from", nullptr}});
+  EXPECT_FALSE(h.fold().last_step.has_value()) << "a fresh start has reached no step yet";
+}
+
 TEST(JobState, BadRetiredAndPinnedApplyById) {
   History h;
   h.commit("/ck/a", "h1", 1).commit("/ck/b", "h2", 2).commit("/ck/c", "h3", 3);

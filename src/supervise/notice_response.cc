@@ -99,7 +99,7 @@ std::optional<std::int64_t> NoticeResponse::newest_checkpoint_step() const {
 // it), on Windows the whole group only when the job declared a handler. When nothing can take
 // it, nothing is sent: the trainer's next periodic checkpoint is the save, and the journal says
 // when it is expected from the rhythm seen so far.
-void NoticeResponse::request_save(platform::ChildProcess& child) {
+void NoticeResponse::request_save(platform::ChildProcess& child, const Result<std::vector<platform::TreeMember>>& members) {
   json::Value fields = json::Value::object();
   const bool by_file = m_context.spec.save_request == JobSpec::SaveRequest::file || m_context.spec.save_request == JobSpec::SaveRequest::both;
   const bool by_signal =
@@ -116,8 +116,6 @@ void NoticeResponse::request_save(platform::ChildProcess& child) {
   if (by_signal) {
     const char* name = platform::child_signal_name(m_context.spec.save_signal);
     fields["signal"] = name;
-    auto members = child.members(m_context.spec.save_signal);
-    if (!members) m_context.recorder.message(std::string("could not list the trainer's processes: ") + members.error().message);
     SaveTargets targets = choose_save_targets(members ? *members : std::vector<platform::TreeMember>{},
                                               m_context.spec.save_signal_declared);
     if (targets.unknown) {
@@ -212,9 +210,15 @@ void NoticeResponse::notice(platform::ChildProcess& child, const PreemptionNotic
   if (!m_notice || (m_notice->event_id.empty() && !notice.event_id.empty()) ||
       (m_notice->kind == NoticeKind::advisory && notice.kind == NoticeKind::preemption))
     m_notice = notice;
+  // The tree as it is now: who can take the save signal, and whether a launcher such as torchrun
+  // needs its own shutdown time before the kill.
+  auto members = child.members(m_context.spec.save_signal);
+  if (!members) m_context.recorder.message(std::string("could not list the trainer's processes: ") + members.error().message);
+  const SaveTargets tree = choose_save_targets(members ? *members : std::vector<platform::TreeMember>{}, false);
+  m_stop.set_launcher(tree.launcher);
   StopActions actions = m_stop.notice(input, m_context.spec.save_request != JobSpec::SaveRequest::none);
   if (actions.kill && reason == StopCause::user_stop) m_context.recorder.message("second interrupt: killing the trainer now");
-  if (actions.request_save) request_save(child);
+  if (actions.request_save) request_save(child, members);
   apply(child, actions);
 }
 

@@ -60,7 +60,7 @@ class NoticeResponse {
   [[nodiscard]] std::string stop_report() const;
 
  private:
-  void request_save(platform::ChildProcess& child);
+  void request_save(platform::ChildProcess& child, const Result<std::vector<platform::TreeMember>>& members);
   void apply(platform::ChildProcess& child, StopActions actions);
   [[nodiscard]] std::optional<std::int64_t> newest_reported_step() const;
   [[nodiscard]] std::optional<std::int64_t> newest_checkpoint_step() const;

@@ -17,24 +17,35 @@ std::string redacted_message(const JobSpec& spec, const std::string& message) {
 
 }  // namespace
 
-Result<void> check_remote_settings(const JobSpec& spec) {
-  if (spec.remote.empty()) return {};
+Result<RemoteSettings> load_remote_settings(const JobSpec& spec) {
+  RemoteSettings settings;
   const std::string url = redact_store_url(spec.remote);
-  if (auto store = store::open_store(spec.remote); !store)
+  auto store = store::open_store(spec.remote);
+  if (!store)
     return make_error(ErrorCode::invalid_argument, "--remote " + url + ": " + redacted_message(spec, store.error().message));
+  settings.store = std::move(*store);
   if (!spec.encrypt.empty()) {
     // The suite's own message names it ("--encrypt sm4: ..."); an unsupported one keeps its code.
-    if (auto suite = crypt::choose_suite(spec.encrypt); !suite)
+    auto suite = crypt::choose_suite(spec.encrypt);
+    if (!suite)
       return std::unexpected(with_context(suite.error(), suite.error().code == ErrorCode::unsupported
                                                              ? "checking the job: unsupported on this build"
                                                              : "checking the job"));
+    settings.suite = *suite;
   }
   const bool have_key_source = spec.encryption_key_file || platform::get_env(crypt::k_key_file_env) ||
                                platform::get_env(crypt::k_key_env);
   if (!spec.encrypt.empty() || have_key_source) {
-    if (auto key = crypt::load_encryption_key(spec.encryption_key_file); !key)
-      return make_error(ErrorCode::invalid_argument, "the encryption key: " + key.error().message);
+    auto key = crypt::load_encryption_key(spec.encryption_key_file);
+    if (!key) return make_error(ErrorCode::invalid_argument, "the encryption key: " + key.error().message);
+    settings.key.emplace(std::move(*key));
   }
+  return settings;
+}
+
+Result<void> check_remote_settings(const JobSpec& spec) {
+  if (spec.remote.empty()) return {};
+  if (auto settings = load_remote_settings(spec); !settings) return std::unexpected(settings.error());
   return {};
 }
 

@@ -1,14 +1,30 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
+#include <optional>
 
 #include "base/error.h"
+#include "crypt/cipher_suite.h"
+#include "crypt/encryption_key.h"
+#include "store/object_store.h"
 #include "supervise/job.h"
 
 namespace gpuhost::supervise {
 
 // What `gpuhost run` checks of a job's remote before anything exists (no job directory, no
 // lock, no trainer), so a typo costs nothing and an unusable remote is known before training.
+
+// A job's remote settings made into the things they name: the store (not contacted yet), the
+// encryption key (from --encryption-key-file, GPUHOST_ENCRYPTION_KEY_FILE or
+// GPUHOST_ENCRYPTION_KEY) and the suite. The one place they are read, for the check below and
+// for the mirror (job_mirror.cc). Errors: invalid_argument or unsupported, with the setting named.
+struct RemoteSettings {
+  std::unique_ptr<store::ObjectStore> store;
+  std::optional<crypt::EncryptionKey> key;  // also without --encrypt: a key only for reading what is there
+  std::optional<crypt::CipherSuite> suite;  // set with --encrypt
+};
+[[nodiscard]] Result<RemoteSettings> load_remote_settings(const JobSpec& spec);
 
 // The settings alone: the URL parses into a store, an encryption suite exists on this build, a
 // key file or key variable given is readable and holds a key. invalid_argument or unsupported

@@ -70,6 +70,14 @@ Launcher launcher_of(const platform::TreeMember& member) {
   return Launcher::none;
 }
 
+std::chrono::seconds launcher_shutdown_time(Launcher launcher) {
+  switch (launcher) {
+    case Launcher::torchrun:
+    case Launcher::accelerate: return std::chrono::seconds(30);
+    default: return std::chrono::seconds(0);
+  }
+}
+
 SaveTargets choose_save_targets(std::span<const platform::TreeMember> members, bool declared) {
   SaveTargets targets;
   for (const platform::TreeMember& member : members) {
@@ -164,6 +172,12 @@ StopActions StopController::notice(const Notice& notice, bool save_requested) {
   return actions;
 }
 
+void StopController::set_launcher(Launcher launcher) {
+  const auto shutdown = launcher_shutdown_time(launcher);
+  m_grace = shutdown.count() > 0 ? std::max<std::chrono::milliseconds>(m_timing.stop_grace, shutdown + std::chrono::seconds(2))
+                                 : m_timing.stop_grace;
+}
+
 StopActions StopController::begin_stop(SteadyTime kill_at) {
   StopActions actions;
   m_phase = Phase::stopping;
@@ -182,7 +196,7 @@ StopActions StopController::checkpoint_committed(WallTime written, SteadyTime no
     return actions;
   }
   // The stop gets its grace, but never past the deadline: the machine is gone then.
-  StopActions actions = begin_stop(std::max(now, std::min(now + m_timing.stop_grace, *m_deadline)));
+  StopActions actions = begin_stop(std::max(now, std::min(now + m_grace, *m_deadline)));
   actions.save_completed = true;
   return actions;
 }
@@ -196,7 +210,7 @@ StopActions StopController::tick(SteadyTime now) {
       return actions;
     }
     // What is left of the margin goes to a graceful stop, then the tree is killed.
-    actions = begin_stop(now + std::min<std::chrono::milliseconds>(m_timing.stop_grace, m_timing.safety_margin / 2));
+    actions = begin_stop(now + std::min<std::chrono::milliseconds>(m_grace, m_timing.safety_margin / 2));
     actions.save_timed_out = true;
     return actions;
   }
@@ -218,6 +232,7 @@ void StopController::reset() {
   m_deadline.reset();
   m_save_deadline.reset();
   m_kill_at.reset();
+  m_grace = m_timing.stop_grace;
 }
 
 }  // namespace gpuhost::supervise

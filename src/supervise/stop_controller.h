@@ -27,6 +27,12 @@ enum class StopCause { none, preemption, user_stop };
 // signal they do not handle (torchrun's agent dies of SIGUSR1 and orphans its workers).
 enum class Launcher { none, torchrun, accelerate, deepspeed, mpirun, horovodrun };
 [[nodiscard]] const char* launcher_name(Launcher launcher);
+// How long a launcher takes its workers down itself after the stop signal before it kills them:
+// torchrun's agent (also under `accelerate launch`, which runs torch.distributed.run's launcher
+// for several processes) waits 30 s for all local ranks together, then SIGKILLs them
+// (torch/distributed/elastic/agent/server/local_elastic_agent.py, `_shutdown(timeout=30)`;
+// pytorch/pytorch#119856). Zero for the others.
+[[nodiscard]] std::chrono::seconds launcher_shutdown_time(Launcher launcher);
 // From a process's command line ("python3 /usr/bin/torchrun ...", "python -m
 // torch.distributed.run ...", "accelerate launch ...", "mpirun -np 2 ..."). none otherwise.
 [[nodiscard]] Launcher launcher_of(const platform::TreeMember& member);
@@ -94,7 +100,7 @@ class StopController {
     SteadyTime deadline;  // when the machine goes away
   };
 
-  explicit StopController(StopTiming timing) : m_timing(timing) {}
+  explicit StopController(StopTiming timing) : m_timing(timing), m_grace(timing.stop_grace) {}
 
   // A notice arrives. `save_requested`: false when nothing can be asked of the trainer
   // (--save-request none): it is then stopped at once, with the tree killed at the deadline
@@ -105,6 +111,12 @@ class StopController {
 
   // A checkpoint whose newest byte was written at `written` was committed.
   [[nodiscard]] StopActions checkpoint_committed(WallTime written, SteadyTime now);
+
+  // The launcher found in the trainer's tree at the notice. A stop then waits for the launcher's
+  // own shutdown (plus 2 s for it to exit) when that is longer than stop_grace, so torchrun
+  // takes its workers down in order instead of being killed in the middle; never past the
+  // deadline. Call before notice().
+  void set_launcher(Launcher launcher);
 
   // Call every loop turn.
   [[nodiscard]] StopActions tick(SteadyTime now);
@@ -127,6 +139,7 @@ class StopController {
   StopActions begin_stop(SteadyTime kill_at);
 
   StopTiming m_timing;
+  std::chrono::milliseconds m_grace;  // stop signal -> kill for this notice (see set_launcher)
   Phase m_phase = Phase::idle;
   StopCause m_cause = StopCause::none;
   bool m_advisory = false;

@@ -67,6 +67,43 @@ TEST(StopController, HandlerSavesThenStopsWithGraceCappedByTheDeadline) {
   EXPECT_EQ(*late.kill_at(), k_t0 + 30s) << "grace never runs past the deadline";
 }
 
+// torchrun's agent takes its workers down itself and SIGKILLs them 30 s after the stop signal:
+// the stop waits for that (plus 2 s) rather than killing the agent at stop_grace, and still
+// never past the deadline.
+TEST(StopController, TorchrunGetsItsOwnShutdownTimeWithinTheDeadline) {
+  StopController c(timing());
+  c.set_launcher(Launcher::torchrun);
+  (void)c.notice(preemption(120s), true);
+  StopActions a = c.checkpoint_committed(k_w0 + 2s, k_t0 + 2s);
+  EXPECT_TRUE(a.send_stop);
+  EXPECT_EQ(*c.kill_at(), k_t0 + 34s);
+
+  StopController near(timing());
+  near.set_launcher(Launcher::torchrun);
+  (void)near.notice(preemption(20s), true);
+  (void)near.checkpoint_committed(k_w0 + 2s, k_t0 + 2s);
+  EXPECT_EQ(*near.kill_at(), k_t0 + 20s) << "the deadline still wins";
+
+  StopController plain(timing());
+  plain.set_launcher(Launcher::mpirun);
+  (void)plain.notice(preemption(120s), true);
+  (void)plain.checkpoint_committed(k_w0 + 2s, k_t0 + 2s);
+  EXPECT_EQ(*plain.kill_at(), k_t0 + 12s) << "launchers without a shutdown of their own get stop_grace";
+
+  // A longer --stop-grace is kept; reset() forgets the launcher for the next attempt.
+  StopTiming longer = timing();
+  longer.stop_grace = 60s;
+  StopController patient(longer);
+  patient.set_launcher(Launcher::torchrun);
+  (void)patient.notice(preemption(300s), true);
+  (void)patient.checkpoint_committed(k_w0 + 1s, k_t0 + 1s);
+  EXPECT_EQ(*patient.kill_at(), k_t0 + 61s);
+  c.reset();
+  (void)c.notice(preemption(120s), true);
+  (void)c.checkpoint_committed(k_w0 + 3s, k_t0 + 3s);
+  EXPECT_EQ(*c.kill_at(), k_t0 + 13s);
+}
+
 TEST(StopController, ACheckpointWrittenBeforeTheNoticeIsNotTheSave) {
   StopController c(timing());
   (void)c.notice(preemption(30s, 10s), true);

@@ -669,6 +669,35 @@ class RemoteDurability(RemoteStoreCase):
         self.assertIn("no-such-bucket-here", proc.stderr)
         self.assert_nothing_created(h)
 
+    def test_remote_answering_403_is_refused_before_training(self):
+        # A moto that checks signatures and IAM policies, and a user that may list the bucket but
+        # not write to it: the listing passes, the probe write gets 403 AccessDenied.
+        signed = MotoS3(os.path.join(TMP, "remote-store"), BUCKET + "-signed", signed=True)
+        self.addCleanup(signed.stop)
+        signed.url = signed.store_url()  # no '/' in the probe's prefix: moto can check its signature
+        signed.aws("iam", "create-user", "--user-name", "reader")
+        key = json.loads(signed.aws("iam", "create-access-key", "--user-name", "reader"))["AccessKey"]
+        signed.aws("iam", "put-user-policy", "--user-name", "reader", "--policy-name", "read",
+                   "--policy-document", json.dumps({"Version": "2012-10-17", "Statement": [
+                       {"Effect": "Allow", "Action": ["s3:ListBucket", "s3:GetObject"], "Resource": "*"}]}))
+        h = Host(self, signed, "forbidden", "forbidden")
+        h.env["AWS_ACCESS_KEY_ID"] = key["AccessKeyId"]
+        h.env["AWS_SECRET_ACCESS_KEY"] = key["SecretAccessKey"]
+        proc = h.run([], h.native(20, 5))
+        self.assert_exit(proc, 3, h)
+        self.assertIn("the remote cannot be used", proc.stderr)
+        self.assertIn("writing a probe object", proc.stderr)
+        self.assertRegex(proc.stderr, r"403|AccessDenied|denied")
+        self.assertNotIn(key["SecretAccessKey"], proc.stderr)
+        self.assert_nothing_created(h)
+        # The aws CLI sees the same: this key may list the bucket and is refused a write.
+        reader_env = dict(signed.env, AWS_ACCESS_KEY_ID=key["AccessKeyId"], AWS_SECRET_ACCESS_KEY=key["SecretAccessKey"])
+        signed.aws("s3api", "list-objects-v2", "--bucket", signed.bucket, env=reader_env)
+        put = subprocess.run(["aws", "--endpoint-url", signed.endpoint, "s3api", "put-object", "--bucket",
+                              signed.bucket, "--key", "probe"], env=reader_env, capture_output=True, text=True)
+        self.assertNotEqual(put.returncode, 0)
+        self.assertIn("AccessDenied", put.stderr)
+
     def test_bad_url_and_missing_key_file_are_usage_errors_before_anything_exists(self):
         h = Host(self, self.moto, "bad-url", "bad-url")
         h.url = "s4://bucket/x"
