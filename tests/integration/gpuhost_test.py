@@ -96,7 +96,7 @@ def read_metric_history(folder):
         for line in f:
             if line.endswith("\n"):
                 entry = json.loads(line)
-                names.setdefault(entry["id"], (entry["name"], entry["source"]))
+                names[entry["id"]] = (entry["name"], entry["source"])  # a later line: a takeover
     series = {}
     for at in range(0, len(data) - len(data) % 32, 32):
         record = data[at:at + 32]

@@ -17,7 +17,7 @@ import subprocess
 import time
 import unittest
 
-from gpuhost_test import IS_WINDOWS_BUILD
+from gpuhost_test import IS_WINDOWS_BUILD, read_metric_history
 from test_run_cli import SYSTEM_PYTHON, TORCH_TRAINER, Job, RunTestCase, parse_time, torch_available
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -123,6 +123,21 @@ class UnchangedTrainers(RunTestCase):
         started = job.records("child_started")[-1]
         self.assertEqual(started["resume_from"], "ck-%d" % saved["seq"])
         self.assertEqual(open(job.final, "rb").read(), reference("torch", steps))
+
+    def test_hf_printed_losses_give_way_to_trainer_state_steps(self):
+        # The HF Trainer prints {'loss': ...} with no step and logs the same loss by step in each
+        # checkpoint's trainer_state.json: the step axis must get the latter, not "0 points".
+        job = TorchJob(self, "hf-metrics")
+        # 15 s: longer than the metric files' rescan (every 10 s), so some trainer_state.json is read.
+        trainer = job.torch(60, every=20, step_time=0.25) + ["--layout", "hf", "--print-style", "hf"]
+        proc = job.run([], trainer, timeout=300)
+        self.assert_exit(proc, 0)
+        self.assertIn("{'loss': ", job.stdout_log())
+        series, sources = read_metric_history(os.path.join(job.job_dir, "metrics"))
+        self.assertEqual(sources["loss"], "trainer_state", sources)
+        stepped = {step for _, step, _ in series["loss"] if step is not None}
+        self.assertGreaterEqual(len(stepped), 20, "at least one checkpoint's log_history, by step")
+        self.assertTrue(stepped <= set(range(1, 61)), stepped)
 
     def test_no_handler_and_no_save_in_time_stops_at_the_deadline_and_names_the_lost_steps(self):
         job = TorchJob(self, "no-handler-late")

@@ -56,6 +56,8 @@ def parse_args(argv):
     p.add_argument("--resume-log", default=None)
     p.add_argument("--final-state", default=None)
     p.add_argument("--pid-file", default=None)
+    p.add_argument("--print-style", choices=["plain", "hf"], default="plain",
+                   help="hf: print {'loss': ..., 'learning_rate': ..., 'epoch': ...} as the HF Trainer does (no step)")
     p.add_argument("--handlers", choices=["gpuhost", "none"], default="gpuhost",
                    help="none: no signal handler and no save-request file, like an unchanged trainer")
     return p.parse_args(argv)
@@ -206,7 +208,11 @@ def main(argv):
         loss_history.append({"step": step, "loss": loss.item()})
         if args.step_time > 0:
             time.sleep(args.step_time)
-        print("step %d loss %.6f" % (step, loss.item()), flush=True)
+        if args.print_style == "hf":
+            print(str({"loss": round(loss.item(), 6), "learning_rate": scheduler.get_last_lr()[0],
+                       "epoch": round(step * args.batch / SAMPLES, 4)}), flush=True)
+        else:
+            print("step %d loss %.6f" % (step, loss.item()), flush=True)
         requested = take_save_request(request_file)
         if requested:
             print("save requested at step %d" % step, flush=True)
