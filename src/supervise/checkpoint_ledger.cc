@@ -53,7 +53,25 @@ void CheckpointLedger::announce_present() {
   m_recorder.record("checkpoints_found", std::move(fields));
 }
 
+void CheckpointLedger::delete_retired(bool last_try) {
+  std::vector<fs::path> still;
+  for (const fs::path& path : m_undeleted) {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+    if (!ec || !fs::exists(path)) {
+      m_scanner.forget(path);
+      continue;
+    }
+    if (last_try)
+      m_recorder.message("could not delete the retired checkpoint " + path.string() + ": " + ec.message());
+    else
+      still.push_back(path);
+  }
+  m_undeleted = std::move(still);
+}
+
 void CheckpointLedger::scan(bool settled) {
+  if (!m_undeleted.empty()) delete_retired(false);
   auto now = std::chrono::steady_clock::now();
   auto scanned = m_scanner.scan(now);
   if (settled && scanned) {
@@ -160,7 +178,11 @@ void CheckpointLedger::apply_retention() {
     });
     if (inside && !shared_path) {
       fs::remove_all(path, ec);
-      m_scanner.forget(path);
+      if (ec && fs::exists(path)) {
+        m_undeleted.push_back(path);  // in use (an upload reading it on Windows): tried again later
+      } else {
+        m_scanner.forget(path);
+      }
     }
     if (!c.snapshot.empty()) fs::remove(c.snapshot, ec);
     json::Value fields = json::Value::object();

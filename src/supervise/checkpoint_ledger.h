@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <vector>
 #include <functional>
 #include <optional>
 #include <string>
@@ -52,6 +53,11 @@ class CheckpointLedger {
   // exited, or none runs yet), so what is there counts as settled now.
   void scan(bool settled);
 
+  // Deletes what retention could not delete yet: on Windows a file cannot be removed while the
+  // mirror still reads it for an upload. Tried again at every scan and by the supervisor once
+  // the mirror has stopped; what still fails then is said in a message, never left silently.
+  void delete_retired(bool last_try);
+
   // The newest committed checkpoint whose bytes still hash to what was committed; each one that
   // fails is marked bad (with the reason) and never offered again. Empty: start fresh.
   [[nodiscard]] ResumePoint choose_resume_point();
@@ -67,6 +73,7 @@ class CheckpointLedger {
   SnapshotPolicy m_snapshots;
   Hooks m_hooks;
   CheckpointScanner m_scanner;
+  std::vector<std::filesystem::path> m_undeleted;  // retired, not deleted yet (see delete_retired)
 };
 
 }  // namespace gpuhost::supervise

@@ -424,6 +424,7 @@ SupervisorResult Supervisor::finish(Outcome outcome, std::string reason) {
       }
     }
   }
+  m_ledger.delete_retired(true);  // no upload holds the files retention retired any more
   platform::ResourceUsage self = platform::self_resource_usage();
   json::Value fields = json::Value::object();
   fields["outcome"] = outcome_name(outcome);

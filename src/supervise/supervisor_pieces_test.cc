@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
 #include <map>
 
 #include "platform/files.h"
@@ -104,6 +105,30 @@ TEST_F(Ledger, RetentionKeepsTheNewestAndTellsTheHook) {
   EXPECT_FALSE(fs::exists(ck() / "ckpt-5.pt")) << "retention deletes the oldest";
   EXPECT_TRUE(fs::exists(ck() / "ckpt-15.pt"));
   EXPECT_EQ(resume_candidates(recorder.state()).size(), 2u);
+}
+
+// Windows refuses to delete a file another handle has open (an upload reading it): the retired
+// checkpoint is deleted later, at the next scan or the last try, and never re-committed. Linux
+// deletes it at once; the end state is the same on both.
+TEST_F(Ledger, ARetiredCheckpointInUseIsDeletedWhenItIsFree) {
+  fs::create_directories(ck());
+  JobRecorder recorder = open_recorder(paths().dir);
+  const JobSpec s = spec(1);
+  CheckpointLedger ledger(recorder, s, paths(), SnapshotPolicy::never, {nullptr, nullptr});
+  write("ckpt-5.pt", "s5");
+  ledger.scan(true);
+  {
+    std::ifstream reader(ck() / "ckpt-5.pt", std::ios::binary);  // as the mirror's upload would
+    ASSERT_TRUE(reader);
+    write("ckpt-10.pt", "s10");
+    ledger.scan(true);
+    ledger.scan(true);
+  }
+  ledger.scan(true);
+  ledger.delete_retired(true);
+  EXPECT_FALSE(fs::exists(ck() / "ckpt-5.pt"));
+  ASSERT_EQ(recorder.state().checkpoints.size(), 2u) << "the retired file was not committed again";
+  EXPECT_EQ(resume_candidates(recorder.state()).size(), 1u);
 }
 
 TEST_F(Ledger, AChangedCheckpointIsMarkedBadAndTheOneBeforeIsResumed) {
