@@ -30,12 +30,17 @@ def sample_proc(pid, last, stop):
             with open("/proc/%d/stat" % pid) as f:
                 fields = f.read().rsplit(")", 1)[1].split()
             with open("/proc/%d/status" % pid) as f:
-                hwm = next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmHWM:"))
+                status = {l.split(":")[0]: l.split()[1] for l in f if len(l.split()) > 1 and l.split()[0].endswith(":")}
+            hwm = int(status["VmHWM"]) * 1024
         except (OSError, StopIteration):
             return
         # Fields after the command: state is [0]; utime and stime are fields 14 and 15 of stat.
         last["cpu_s"] = (int(fields[11]) + int(fields[12])) / ticks
         last["hwm"] = hwm
+        # Most of the RSS is shared library pages (libstdc++, libcrypto, GnuTLS under libcurl),
+        # mapped from files and shared with every process using them; RssAnon is gpuhost's own.
+        last["anon_peak"] = max(last.get("anon_peak", 0), int(status.get("RssAnon", 0)) * 1024)
+        last["file"] = int(status.get("RssFile", 0)) * 1024
         last["at"] = time.monotonic()
         stop.wait(0.2)
 
@@ -83,6 +88,8 @@ def main():
     if last:
         print("  /proc cross-check %.2f s before exit: utime+stime %.2f s, VmHWM %.1f MB"
               % (exited - last["at"], last["cpu_s"], last["hwm"] / 1e6))
+        print("  of the RSS: own (RssAnon) peak %.1f MB; shared library and file pages (RssFile) %.1f MB"
+              % (last["anon_peak"] / 1e6, last["file"] / 1e6))
 
 
 if __name__ == "__main__":
