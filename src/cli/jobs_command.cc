@@ -29,7 +29,7 @@ Flags:
 Exit codes:
   0  listed (also when there are no jobs)
   2  bad command line
-  3  the jobs directory cannot be read
+  3  the jobs directory cannot be read, or the one --jobs-dir names does not exist
 
 Examples:
   gpuhost jobs
@@ -115,6 +115,11 @@ int run_jobs(CommandContext& context) {
     return report_error(context.err, "unexpected argument '" + parsed->positionals.front() + "'",
                         "for one job use: gpuhost status " + parsed->positionals.front(), k_exit_usage);
   const auto root = root_from(*parsed);
+  // No folder at the default place means no job has run here yet; a folder the user named that
+  // is not there is a mistake (a typo, an unmounted share), never "no jobs".
+  if (std::error_code ec; parsed->value("--jobs-dir") && !std::filesystem::is_directory(root, ec))
+    return report_error(context.err, "--jobs-dir " + root.string() + ": no such folder",
+                        "check the path; without --jobs-dir the jobs of this user are listed", k_exit_error);
   auto names = supervise::list_jobs(root);
   if (!names) return report_error(context.err, names.error().message, "", k_exit_error);
 

@@ -952,6 +952,20 @@ class UsageErrors(RunTestCase):
             self.assert_exit(proc, 2)
             self.assertIn("bad drill '%s'" % drill, proc.stderr)
 
+    def test_jobs_dir_that_does_not_exist(self):
+        missing = os.path.join(TMP, "run-cli", "usage", "no-such-jobs-dir")
+        proc = subprocess.run([BIN, "jobs", "--jobs-dir", missing], capture_output=True, text=True, timeout=30,
+                              env=dict(os.environ, NO_COLOR="1"))
+        self.assert_exit(proc, 3)
+        self.assertIn("no such folder", proc.stderr)
+        self.assertFalse(os.path.exists(missing))
+        # The default place not existing yet is a machine where no job has run: no error.
+        fresh = os.path.join(TMP, "run-cli", "usage", "fresh-home")
+        proc = subprocess.run([BIN, "jobs"], capture_output=True, text=True, timeout=30,
+                              env=dict(os.environ, NO_COLOR="1", GPUHOST_HOME=fresh))
+        self.assert_exit(proc, 0)
+        self.assertIn("No jobs", proc.stdout)
+
 
 if __name__ == "__main__":
     unittest.main()
