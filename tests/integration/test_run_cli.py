@@ -804,8 +804,10 @@ class PyTorchTrainer(RunTestCase):
             raise unittest.SkipTest("python3-torch is not installed for /usr/bin/python3")
 
     def torch_trainer(self, job, layout, extra=()):
+        # 0.08 s a step: after the second commit the trainer still has ~3 s of training left, so
+        # the kill lands in training on a loaded machine too (at 0.02 s it could finish first).
         return [SYSTEM_PYTHON, TORCH_TRAINER, "--steps", str(self.STEPS), "--every", "10", "--layout", layout,
-                "--step-time", "0.02", "--out", job.ck, "--resume-log", job.resume_log, "--final-state", job.final,
+                "--step-time", "0.08", "--out", job.ck, "--resume-log", job.resume_log, "--final-state", job.final,
                 "--pid-file", job.pid_file] + list(extra)
 
     def kill_and_resume(self, job, trainer, flags=()):
