@@ -54,3 +54,12 @@ using Result = std::expected<T, Error>;
           std::move(gpuhost_try_result_).error());                   \
     std::move(*gpuhost_try_result_);                                 \
   })
+
+// GPUHOST_TRY_VOID(expr): the same for a Result<void>, as a statement.
+#define GPUHOST_TRY_VOID(...)                                        \
+  do {                                                               \
+    auto gpuhost_try_void_result_ = (__VA_ARGS__);                   \
+    if (!gpuhost_try_void_result_)                                   \
+      return std::unexpected<::gpuhost::Error>(                      \
+          std::move(gpuhost_try_void_result_).error());              \
+  } while (false)

@@ -16,8 +16,10 @@ torch.save zip archives (.pt .pth .ckpt .bin: end-of-central-directory, every en
 file, data.pkl and version present, CRC-32 of every stored entry), safetensors (header bounds,
 offsets cover the buffer exactly), HF Trainer checkpoint-N/ directories (trainer_state.json
 global_step == N, every weights and optimizer file valid), accelerate / kohya state directories,
-PyTorch DCP directories (.metadata commit marker, shards present). Other files are only checked
-to be readable. Prints each checkpoint's format, step, size, content hash and problem.
+PyTorch DCP directories (.metadata or per-rank __R.metadata read without running the pickle;
+every item's __R_N.distcp file present and long enough, every tensor covered by its chunks, the
+torch.save blobs whole). Other files are only checked to be readable. Prints each checkpoint's
+format, step, size, content hash, problem and notes.
 
 Flags:
   --structure-only       read headers and directories only (milliseconds for any size):
@@ -36,6 +38,7 @@ Examples:
   gpuhost verify runs/detect/train/weights/last.pt
   gpuhost verify out/checkpoint-1500 --json
   gpuhost verify --structure-only ckpt/*.pt
+  gpuhost verify outputs/checkpoint/step-1000      # a DCP folder (torchtitan, FSDP2)
 )";
 
 namespace {
@@ -52,6 +55,9 @@ json::Value verdict_json(const supervise::CheckpointVerdict& v, double seconds) 
   doc["step"] = v.step ? json::Value(*v.step) : json::Value();
   doc["files"] = static_cast<std::int64_t>(v.files.size());
   doc["content_hash"] = v.content_hash;
+  json::Value notes = json::Value::array();
+  for (const std::string& note : v.notes) notes.push_back(note);
+  doc["notes"] = std::move(notes);
   doc["seconds"] = seconds;
   return doc;
 }
@@ -108,6 +114,7 @@ int run_verify(CommandContext& context) {
     context.out << ", checked in " << took << "\n";
     if (!verdict->content_hash.empty()) context.out << "        " << style.dim(verdict->content_hash) << "\n";
     if (!verdict->valid) context.out << "        " << style.red(verdict->problem) << "\n";
+    for (const std::string& note : verdict->notes) context.out << "        " << style.dim(note) << "\n";
   }
   if (common->json) context.out << json::dump(list, 2) << "\n";
   return code;

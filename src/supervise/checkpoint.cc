@@ -20,6 +20,7 @@
 #include "base/strings.h"
 #include "platform/files.h"
 #include "supervise/checkpoint_internal.h"
+#include "supervise/dcp_metadata.h"
 
 namespace gpuhost::supervise {
 namespace fs = std::filesystem;
@@ -172,6 +173,8 @@ struct Validation {
   std::vector<ListedFile> files;
   std::map<std::string, std::vector<CrcRange>> crc_ranges;  // by relative path
   std::optional<std::int64_t> step;
+  ValidationDepth depth = ValidationDepth::structure;
+  std::vector<std::string> notes;
 
   [[nodiscard]] const ListedFile* find(std::string_view relative) const {
     for (const ListedFile& f : files)
@@ -289,17 +292,20 @@ Result<std::string> check_accelerate_dir(Validation& v) {
   return check_members(v);
 }
 
-// DCP (research/02 §4.3): `.metadata` is renamed into place last, so it is the commit marker.
+// DCP (research/02 §4.3, research/06 §2.5): `.metadata` is renamed into place last, so it is
+// the commit marker; what it lists must all be there (checkpoint_dcp.cc).
 Result<std::string> check_dcp_dir(Validation& v) {
   const ListedFile* metadata = v.find(".metadata");
-  if (metadata == nullptr)
-    return std::string("no .metadata (the distributed checkpoint save has not finished)");
-  if (const ListedFile* tmp = v.find(".metadata.tmp"); tmp != nullptr && tmp->modified >= metadata->modified)
+  if (const ListedFile* tmp = v.find(".metadata.tmp");
+      metadata != nullptr && tmp != nullptr && tmp->modified >= metadata->modified)
     return std::string("a .metadata.tmp newer than .metadata exists (a save is in progress)");
   const bool data = std::any_of(v.files.begin(), v.files.end(), [](const ListedFile& f) {
     return f.relative_path.find('/') == std::string::npos && is_distcp(f.relative_path);
   });
-  if (!data) return std::string("no __<rank>_<n>.distcp data files");
+  if (!data && metadata != nullptr) return std::string("no __<rank>_<n>.distcp data files");
+  std::string problem =
+      GPUHOST_TRY(detail::check_dcp_layout(v.files, v.depth == ValidationDepth::full, v.notes));
+  if (!problem.empty()) return problem;
   return check_members(v);
 }
 
@@ -505,7 +511,8 @@ CheckpointFormat detect_checkpoint_format(const fs::path& path) {
   bool accelerate = ends_with(name, "-state");  // kohya sd-scripts library/train_util.py
   for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string child = detail::utf8_name(it->path().filename());
-    if (child == ".metadata" || is_distcp(child)) distcp = true;
+    if (child == ".metadata" || child == ".metadata.tmp" || is_distcp(child) || dcp::rank_of_metadata_file(child))
+      distcp = true;
     if ((starts_with(child, "random_states_") && ends_with(child, ".pkl")) ||
         (starts_with(child, "optimizer") && ends_with(child, ".bin")))
       accelerate = true;
@@ -518,6 +525,7 @@ CheckpointFormat detect_checkpoint_format(const fs::path& path) {
 Result<CheckpointVerdict> validate_checkpoint(const fs::path& path, ValidationDepth depth) {
   Validation v;
   v.root = path;
+  v.depth = depth;
   v.files = GPUHOST_TRY(detail::list_checkpoint_files(path));
 
   CheckpointVerdict verdict;
@@ -550,6 +558,7 @@ Result<CheckpointVerdict> validate_checkpoint(const fs::path& path, ValidationDe
   if (problem.empty() && depth == ValidationDepth::full)
     problem = GPUHOST_TRY(read_everything(v, verdict.content_hash));
   verdict.step = v.step;
+  verdict.notes = std::move(v.notes);
   verdict.valid = problem.empty();
   verdict.problem = std::move(problem);
   return verdict;

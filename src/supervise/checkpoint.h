@@ -45,6 +45,9 @@ struct CheckpointVerdict {
   std::vector<CheckpointFile> files;  // every file it consists of, sorted
   // "xxh3-128:..." over the files in `files` order (name, size and bytes of each); set by `full`.
   std::string content_hash;
+  // What the check learnt beyond valid/invalid, for people: "DCP version 1.0.0 from .metadata:
+  // 2 tensors in 3 chunks, ...", or a warning that does not make the checkpoint invalid.
+  std::vector<std::string> notes;
 };
 
 // Which format `path` is, by name and layout (no content read beyond a directory listing).

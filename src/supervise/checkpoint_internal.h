@@ -77,4 +77,10 @@ struct ListedFile {
 
 [[nodiscard]] std::string utf8_name(const std::filesystem::path& path);
 
+// A DCP folder against its metadata (checkpoint_dcp.cc): "" when complete, else the problem.
+// `every_item` checks the bytes of every tensor item (else the last one in each data file);
+// facts worth showing (layout, counts, stray data files) are appended to `notes`.
+[[nodiscard]] Result<std::string> check_dcp_layout(const std::vector<ListedFile>& files, bool every_item,
+                                                   std::vector<std::string>& notes);
+
 }  // namespace gpuhost::supervise::detail

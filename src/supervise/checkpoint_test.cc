@@ -328,36 +328,7 @@ TEST_F(Checkpoint, DetectsAccelerateDirectoriesByContent) {
   EXPECT_FALSE(v.step);
 }
 
-// ---- DCP -------------------------------------------------------------------------------------
-
-TEST_F(Checkpoint, RequiresDcpMetadataWrittenLast) {
-  fs::path p = dir() / "step_300";
-  write_bytes(p / "__0_0.distcp", pattern_bytes(100));
-  write_bytes(p / "__1_0.distcp", pattern_bytes(100, 9));
-  EXPECT_EQ(detect_checkpoint_format(p), CheckpointFormat::dcp_dir);
-  expect_invalid(p, ValidationDepth::structure, "no .metadata");
-
-  write_bytes(p / ".metadata", pickle_bytes());
-  CheckpointVerdict v = validate(p, ValidationDepth::full);
-  EXPECT_TRUE(v.valid) << v.problem;
-  EXPECT_EQ(v.step, 300);
-
-  const auto metadata_time = fs::last_write_time(p / ".metadata");
-  write_bytes(p / ".metadata.tmp", pickle_bytes());
-  fs::last_write_time(p / ".metadata.tmp", metadata_time + std::chrono::seconds(5));
-  expect_invalid(p, ValidationDepth::structure, ".metadata.tmp newer");
-  fs::last_write_time(p / ".metadata.tmp", metadata_time - std::chrono::seconds(5));
-  EXPECT_TRUE(validate(p, ValidationDepth::structure).valid);
-
-  write_bytes(p / ".metadata", pickle_bytes().substr(0, 4));
-  expect_invalid(p, ValidationDepth::structure, ".metadata: pickle");
-}
-
-TEST_F(Checkpoint, RejectsDcpWithoutDataFiles) {
-  fs::path p = dir() / "dcp";
-  write_bytes(p / ".metadata", pickle_bytes());
-  expect_invalid(p, ValidationDepth::structure, "no __<rank>_<n>.distcp");
-}
+// DCP folders: checkpoint_dcp_test.cc.
 
 // ---- generic, hashing, errors ----------------------------------------------------------------
 
