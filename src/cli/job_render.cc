@@ -70,6 +70,7 @@ json::Value job_status_json(const supervise::JobState& state) {
   json::Value doc = json::Value::object();
   doc["phase"] = shown_phase(state);
   doc["supervisor_runs"] = state.supervisor_runs;
+  doc["topology"] = state.topology;
   doc["child_starts"] = state.child_starts;
   doc["restarts"] = state.restarts;
   doc["preemptions"] = state.preemptions;
@@ -143,6 +144,7 @@ void render_job_status(std::ostream& out, const std::string& name, const std::fi
                                 ") is gone without stopping: run the same gpuhost run command again to resume")
         << "\n";
   out << "  directory    " << dir.string() << "\n";
+  if (!state.topology.empty()) out << "  where        " << state.topology << "\n";
   out << "  runs         " << state.supervisor_runs << " supervisor, " << state.child_starts << " trainer starts, "
       << state.restarts << " crash restarts, " << state.preemptions << " preemptions\n";
   if (state.last_step) out << "  newest step  " << *state.last_step << "\n";

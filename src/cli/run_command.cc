@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/job_render.h"
+#include "platform/environment.h"
 #include "platform/files.h"
 #include "platform/system_info.h"
 #include "supervise/job.h"
@@ -144,6 +145,18 @@ Exit codes:
        command again to resume (Slurm --requeue, Kubernetes restartPolicy and SkyPilot
        recover_on_exit_codes can key on 75, EX_TEMPFAIL)
   130  stopped by Ctrl-C after saving
+
+Several nodes (one gpuhost per node, as the engine's task):
+  gpuhost reads where it runs from what the engine gives, no flags: the torchrun command
+  (--nnodes, --node-rank, --master-addr, --rdzv-endpoint, or their PET_* variables), Slurm
+  (SLURM_JOB_ID, SLURM_NODEID, SLURM_STEP_NODELIST, SLURM_RESTART_COUNT), a Kubernetes Indexed
+  Job (JOB_COMPLETION_INDEX) or SkyPilot (SKYPILOT_NODE_RANK). gpuhost status shows it. When an
+  engine restarts the job (torchrun --max-restarts > 0, Slurm requeue, a Job or JobSet policy),
+  gpuhost does not restart the trainer itself unless --max-restarts says so. The trainer sees
+  GPUHOST_NNODES, GPUHOST_NODE_RANK and GPUHOST_ATTEMPT (engine restarts folded in).
+  Each node's gpuhost saves and commits its own ranks' files on its own notices; notices are
+  not yet passed between nodes. Windows: one node only (several GPUs with gloo); multi-node
+  torch does not run on native Windows, so such a command is refused (use Linux or WSL2).
 
 Examples:
   # any PyTorch script that takes a resume path; rehearse a crash at 60 s
@@ -366,7 +379,10 @@ Result<RunOptions> parse_run_options(const ParsedArgs& p, std::vector<std::strin
   if (!spec.encrypt.empty() && spec.remote.empty())
     return std::unexpected(usage("--encrypt needs --remote URL: only what leaves the host is encrypted"));
   if (p.has("--poll-interval")) spec.poll_interval = GPUHOST_TRY(duration_flag(p, "--poll-interval"));
-  if (p.has("--max-restarts")) spec.restart.max_restarts = GPUHOST_TRY(int_flag(p, "--max-restarts", 0, 1000000));
+  if (p.has("--max-restarts")) {
+    spec.restart.max_restarts = GPUHOST_TRY(int_flag(p, "--max-restarts", 0, 1000000));
+    spec.restart.max_restarts_given = true;
+  }
   if (p.has("--backoff")) spec.restart.initial_backoff = GPUHOST_TRY(duration_flag(p, "--backoff"));
   if (p.has("--max-backoff")) spec.restart.max_backoff = GPUHOST_TRY(duration_flag(p, "--max-backoff"));
   if (p.has("--crash-loop")) spec.restart.crash_loop_failures = GPUHOST_TRY(int_flag(p, "--crash-loop", 0, 1000));
@@ -443,6 +459,19 @@ int run_run(CommandContext& context) {
     return report_error(context.err, options.error().message, "see gpuhost run --help and doc/job-file.md",
                         file_problem ? k_exit_error : k_exit_usage);
   }
+  // Where the job runs, before anything exists: contradictory engine settings and multi-node on
+  // Windows are usage errors.
+  auto topology = supervise::detect_topology(options->supervisor.spec.command, platform::get_env);
+  if (!topology) return report_error(context.err, topology.error().message, "see gpuhost run --help (Several nodes)", k_exit_usage);
+  if (auto supported = supervise::check_topology_supported(*topology); !supported)
+    return report_error(context.err, supported.error().message, "see gpuhost run --help (Several nodes)", k_exit_usage);
+  supervise::RestartPolicy& restart = options->supervisor.spec.restart;
+  std::string restart_note;
+  if (const std::string owner = topology->restart_owner(); !owner.empty() && !restart.max_restarts_given) {
+    restart.max_restarts = 0;  // one restart owner per layer: the engine's
+    restart_note = "restarts belong to " + owner + ": gpuhost does not restart the trainer itself (--max-restarts N to change that)";
+  }
+  options->supervisor.topology = std::move(*topology);
 
   TerminalStyle style = TerminalStyle::for_stderr(common->color);
   // The remote before anything exists: a bad URL or key is a usage error (nothing was made), and
@@ -462,6 +491,7 @@ int run_run(CommandContext& context) {
                 << "\n" << std::flush;
     }
   }
+  if (!restart_note.empty()) std::cerr << style.dim("gpuhost: ") << restart_note << "\n" << std::flush;
   std::mutex console;
   const bool json_output = common->json;
   if (!options->quiet) {

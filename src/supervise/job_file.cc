@@ -222,7 +222,10 @@ Result<void> read_restart_table(const TableReader& t, JobSpec& spec) {
       !known)
     return known;
   RestartPolicy& r = spec.restart;
-  if (auto n = GPUHOST_TRY(t.integer("max_restarts", 0, 1'000'000))) r.max_restarts = static_cast<int>(*n);
+  if (auto n = GPUHOST_TRY(t.integer("max_restarts", 0, 1'000'000))) {
+    r.max_restarts = static_cast<int>(*n);
+    r.max_restarts_given = true;
+  }
   if (auto backoff = GPUHOST_TRY(t.duration("backoff"))) r.initial_backoff = *backoff;
   if (auto backoff = GPUHOST_TRY(t.duration("max_backoff"))) r.max_backoff = *backoff;
   if (auto factor = GPUHOST_TRY(t.number("backoff_factor"))) {

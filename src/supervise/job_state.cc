@@ -254,6 +254,11 @@ void fold_record(JobState& state, const JournalRecord& record) {
     if (std::string cloud = f.get_string("cloud"); !cloud.empty() && cloud != "none")
       summary += ", cloud " + cloud;
     summary += ")";
+    state.topology.clear();
+    if (const json::Value* where = f.find("topology"); where != nullptr && where->is_object()) {
+      state.topology = where->get_string("describe");
+      if (!state.topology.empty()) summary += " as " + state.topology;
+    }
     if (f.get_bool("after_crash")) summary += " after the previous supervisor died without stopping";
     add_event(state, record, std::move(summary));
   } else if (type == "leftovers_killed") {

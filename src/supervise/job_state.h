@@ -87,6 +87,9 @@ struct JobState {
   JobPhase phase = JobPhase::new_job;
   std::vector<CommittedCheckpoint> checkpoints;  // in commit order
   int supervisor_runs = 0;
+  // Where the last supervisor ran, from its supervisor_started topology: "node 1 of 2 (slurm,
+  // leader n1)"; "" for a job on one machine with no engine.
+  std::string topology;
   int child_starts = 0;
   int restarts = 0;     // crash restarts over the whole history (restart_scheduled records)
   int preemptions = 0;  // notices acted on (notice records of kind "preemption", drills included)

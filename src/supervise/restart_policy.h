@@ -9,6 +9,7 @@ namespace gpuhost::supervise {
 
 struct RestartPolicy {
   int max_restarts = 10;  // crash restarts per supervisor run; preemption stops are not counted
+  bool max_restarts_given = false;  // the user chose max_restarts (flag or job file)
   std::chrono::milliseconds initial_backoff{std::chrono::seconds(1)};
   std::chrono::milliseconds max_backoff{std::chrono::minutes(5)};
   double backoff_factor = 2.0;

@@ -200,7 +200,14 @@ Result<platform::ChildProcess> Supervisor::launch(const ResumePoint& resume) {
   TrainerLaunchInputs inputs;
   m_run_token = random_hex(16);
   inputs.run_token = m_run_token;
-  inputs.attempt = state().child_starts + 1;
+  // GPUHOST_ATTEMPT folds the engine's restarts of the whole job (Slurm's SLURM_RESTART_COUNT):
+  // a requeued job on a node whose job folder was lost still counts on from the engine's number,
+  // and one whose folder survived is not counted twice.
+  inputs.attempt = std::max(state().child_starts + 1, m_options.topology.engine_restarts + 1);
+  if (m_options.topology.multi_node()) {
+    inputs.nnodes = m_options.topology.nnodes_max;
+    inputs.node_rank = m_options.topology.node_rank;
+  }
   inputs.resume = resume;
   inputs.metrics_channel = m_metrics_channel;
   inputs.inherited_pythonunbuffered = platform::get_env("PYTHONUNBUFFERED").has_value();
@@ -481,6 +488,19 @@ Result<SupervisorResult> Supervisor::run() {
   started["after_crash"] = after_crash;
   if (m_cgroup) started["cgroup"] = m_cgroup->path().string();
   else if (platform::current_os() != platform::OsFamily::windows) started["cgroup_unavailable"] = cgroup_unavailable;
+  if (const Topology& t = m_options.topology; !t.engine.empty() || t.multi_node()) {
+    json::Value where = json::Value::object();
+    where["engine"] = t.engine;
+    where["nnodes"] = t.nnodes;
+    where["nnodes_max"] = t.nnodes_max;
+    where["node_rank"] = t.node_rank ? json::Value(*t.node_rank) : json::Value();
+    where["leader"] = t.leader_host;
+    where["job_key"] = t.job_key;
+    where["engine_restarts"] = t.engine_restarts;
+    where["restart_owner"] = t.restart_owner();
+    where["describe"] = t.describe();
+    started["topology"] = std::move(where);
+  }
   if (!record("supervisor_started", std::move(started)))
     return make_error(ErrorCode::io_error, "cannot write the job journal in " + m_paths.dir.string());
   if (leftovers > 0) {

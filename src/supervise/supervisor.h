@@ -16,6 +16,7 @@
 #include "supervise/job_state.h"
 #include "supervise/journal.h"
 #include "supervise/notice.h"
+#include "supervise/topology.h"
 
 namespace gpuhost::supervise {
 
@@ -55,6 +56,8 @@ struct SupervisorOptions {
   // With a remote: how long a finished job waits for its last uploads before it ends as
   // `unmirrored` (the uploads resume with the next `gpuhost run` of the job).
   std::chrono::milliseconds final_upload_timeout{std::chrono::minutes(15)};
+  // Where the job runs (detect_topology): journalled at start, folded into GPUHOST_ATTEMPT.
+  Topology topology;
 };
 
 struct SupervisorResult {

@@ -17,6 +17,10 @@ Result<platform::ChildOptions> trainer_launch(const JobSpec& spec, const JobPath
   set("GPUHOST_JOB_DIR", paths.dir.string());
   set(k_run_token_variable, inputs.run_token);
   set("GPUHOST_ATTEMPT", std::to_string(inputs.attempt));
+  if (inputs.nnodes > 1) {
+    set("GPUHOST_NNODES", std::to_string(inputs.nnodes));
+    if (inputs.node_rank) set("GPUHOST_NODE_RANK", std::to_string(*inputs.node_rank));
+  }
   if (inputs.resume.path) set("GPUHOST_RESUME_FROM", *inputs.resume.path);
   if (spec.save_request == JobSpec::SaveRequest::file || spec.save_request == JobSpec::SaveRequest::both)
     set("GPUHOST_SAVE_REQUEST", paths.save_request().string());
