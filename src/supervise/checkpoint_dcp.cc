@@ -18,20 +18,6 @@ namespace {
 // Large enough for any real `.metadata` (a million-item save is tens of MB).
 constexpr std::uint64_t k_max_metadata = 1u << 30;
 
-bool is_safe_relative(std::string_view path) {
-  if (path.empty() || path.front() == '/' || path.find('\\') != std::string_view::npos ||
-      path.find(':') != std::string_view::npos)
-    return false;
-  std::size_t begin = 0;
-  while (begin <= path.size()) {
-    const std::size_t end = std::min(path.find('/', begin), path.size());
-    const std::string_view part = path.substr(begin, end - begin);
-    if (part.empty() || part == "." || part == "..") return false;
-    begin = end + 1;
-  }
-  return true;
-}
-
 std::string rank_words(std::string_view file) {
   if (auto rank = dcp::rank_of_data_file(file)) return " (written by rank " + std::to_string(*rank) + ")";
   return {};
@@ -125,7 +111,7 @@ Result<std::string> check_dcp_layout(const std::vector<ListedFile>& files, bool 
   std::map<std::string, Extent, std::less<>> extents;
   std::map<std::string, std::size_t, std::less<>> missing;
   for (const dcp::StoredItem& item : metadata.stored) {
-    if (!is_safe_relative(item.relative_path))
+    if (!safe_relative_path(item.relative_path))
       return "the metadata points " + item.fqn + " at \"" + item.relative_path + "\", outside the checkpoint folder";
     auto found = by_path.find(item.relative_path);
     if (found == by_path.end()) {

@@ -25,6 +25,20 @@ Error filesystem_error(const std::string& what, std::error_code ec) {
 
 }  // namespace
 
+bool safe_relative_path(std::string_view path) {
+  if (path.empty() || path.front() == '/' || path.find('\\') != std::string_view::npos ||
+      path.find(':') != std::string_view::npos)
+    return false;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const std::size_t end = std::min(path.find('/', start), path.size());
+    const std::string_view part = path.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+
 std::string utf8_name(const fs::path& path) {
   std::u8string text = path.generic_u8string();
   return std::string(text.begin(), text.end());

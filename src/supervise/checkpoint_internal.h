@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/error.h"
@@ -76,6 +77,10 @@ struct ListedFile {
 [[nodiscard]] Result<std::vector<ListedFile>> list_checkpoint_files(const std::filesystem::path& path);
 
 [[nodiscard]] std::string utf8_name(const std::filesystem::path& path);
+
+// A "/"-separated relative path that stays inside its folder: not absolute, no drive or
+// backslash, no "..", "." or empty parts (paths read from a manifest or DCP metadata).
+[[nodiscard]] bool safe_relative_path(std::string_view path);
 
 // A DCP folder against its metadata (checkpoint_dcp.cc): "" when complete, else the problem.
 // `every_item` checks the bytes of every tensor item (else the last one in each data file);

@@ -12,6 +12,7 @@
 #include "platform/crypto.h"
 #include "platform/files.h"
 #include "supervise/checkpoint.h"
+#include "supervise/checkpoint_internal.h"
 #include "supervise/journal.h"
 
 namespace gpuhost::supervise {
@@ -52,22 +53,6 @@ json::Value canonical_value(const CheckpointManifest& m) {
   }
   doc["files"] = std::move(files);
   return doc;
-}
-
-// A relative path that stays inside its folder: no absolute paths, no "..", no empty parts.
-bool safe_relative(std::string_view path) {
-  if (path.empty() || path.front() == '/' || path.find('\\') != std::string_view::npos ||
-      path.find(':') != std::string_view::npos)
-    return false;
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    std::size_t end = path.find('/', start);
-    if (end == std::string_view::npos) end = path.size();
-    std::string_view part = path.substr(start, end - start);
-    if (part.empty() || part == "." || part == "..") return false;
-    start = end + 1;
-  }
-  return true;
 }
 
 struct FileDigest {
@@ -211,12 +196,12 @@ Result<CheckpointManifest> parse_manifest(std::string_view text) {
                                                   std::to_string(m.format_version) + " is not " +
                                                   std::to_string(k_manifest_format_version) +
                                                   " (written by another gpuhost version)");
-  if (m.remote_id.empty() || !safe_relative(m.name) || m.files.empty() || m.content_hash.empty())
+  if (m.remote_id.empty() || !detail::safe_relative_path(m.name) || m.files.empty() || m.content_hash.empty())
     return make_error(ErrorCode::parse_error,
                       "reading a checkpoint manifest: remote_id, name, content_hash and files are required "
                       "(name must be a relative path without '..')");
   for (const auto& f : m.files) {
-    if (!safe_relative(f.path) || f.sha256.size() != 64 || f.part_size == 0 ||
+    if (!detail::safe_relative_path(f.path) || f.sha256.size() != 64 || f.part_size == 0 ||
         f.part_sha256.size() != std::max<std::uint64_t>(1, (f.stored_size + f.part_size - 1) / f.part_size))
       return make_error(ErrorCode::parse_error, "reading a checkpoint manifest: file '" + f.path +
                                                     "' has a bad path, hash or part list");
