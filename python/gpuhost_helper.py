@@ -7,6 +7,9 @@ gpuhost works with unmodified trainers. A trainer that wants to cooperate uses:
 - `SaveRequests`: notices gpuhost's "save now" requests (SIGUSR1 on POSIX, CTRL_BREAK on Windows,
   which Python sees as signal.SIGBREAK, or the request file named by GPUHOST_SAVE_REQUEST) and
   its stop request (SIGTERM).
+- `any_rank(requested)`: with several ranks (torchrun, DDP/FSDP, several nodes), True on every
+  rank when any rank's `requested` is True: the step-boundary all-reduce that makes every rank
+  save the same step. `SaveRequests.pending_on_any_rank()` is `any_rank(pending())`.
 - `atomic_save(path, write_fn)` / `atomic_save_dir(path, write_fn)`: write a checkpoint under a
   temporary name in the same directory, flush it to disk, then rename it into place, so a crash
   or a kill never leaves a half-written file under the final name.
@@ -23,7 +26,7 @@ import threading
 RESUME_ENV = "GPUHOST_RESUME_FROM"
 SAVE_REQUEST_ENV = "GPUHOST_SAVE_REQUEST"
 
-__all__ = ["resume_path", "SaveRequests", "atomic_save", "atomic_save_dir"]
+__all__ = ["resume_path", "SaveRequests", "any_rank", "atomic_save", "atomic_save_dir"]
 
 
 def resume_path():
@@ -98,6 +101,11 @@ class SaveRequests:
             requested = True
         return requested
 
+    def pending_on_any_rank(self, dist=None):
+        """`pending()` agreed across the ranks (see any_rank): call it at the end of every step on
+        every rank, the same number of times, and save when it returns True."""
+        return any_rank(self.pending(), dist)
+
     def stop_requested(self):
         """True once SIGTERM arrived (stays True)."""
         return self._stop_flag.is_set()
@@ -114,6 +122,35 @@ class SaveRequests:
     def __exit__(self, *exc):
         self.restore()
         return False
+
+
+def any_rank(requested, dist=None):
+    """True on every rank when `requested` is True on at least one of them.
+
+    A notice reaches the ranks at different moments (and on a multi-node job, gpuhost passes it
+    from node to node), so a rank that saves on its own flag alone may save a step its peers do
+    not. Every rank calls this once at the end of every step, the same number of times: it
+    all-reduces the flag with MAX, a collective as cheap as a one-element tensor can be. Without
+    torch.distributed initialised (one process) it returns `requested` as it is.
+
+    dist: the torch.distributed module (imported when None). With the NCCL backend the flag
+    lives on the current CUDA device, as NCCL requires.
+    """
+    if dist is None:
+        try:
+            import torch.distributed as dist
+        except ImportError:
+            return bool(requested)
+    if not dist.is_available() or not dist.is_initialized():
+        return bool(requested)
+    import torch
+
+    device = "cpu"
+    if str(dist.get_backend()).lower() == "nccl":
+        device = torch.device("cuda", torch.cuda.current_device())
+    flag = torch.tensor([1 if requested else 0], dtype=torch.int32, device=device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return bool(flag.item())
 
 
 def _fsync_path(path):

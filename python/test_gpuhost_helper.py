@@ -220,3 +220,54 @@ class AtomicSaveDir(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+TORCHRUN = "/usr/bin/torchrun"
+_RANKS_SCRIPT = r'''
+import os, sys
+sys.path.insert(0, os.environ["HELPER_DIR"])
+import torch.distributed as dist
+import gpuhost_helper
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+# Only rank 1 had a request at step 2: every rank must see it there, and nowhere else.
+seen = [gpuhost_helper.any_rank(rank == 1 and step == 2) for step in range(4)]
+print("rank %d %s" % (rank, seen), flush=True)
+dist.destroy_process_group()
+'''
+
+
+@unittest.skipUnless(os.path.exists(TORCHRUN), "needs Debian's python3-torch (torchrun)")
+class AnyRank(unittest.TestCase):
+    def test_one_ranks_request_is_every_ranks(self):
+        import socket
+        import subprocess
+
+        with tempfile.TemporaryDirectory() as tmp:
+            script = os.path.join(tmp, "ranks.py")
+            with open(script, "w") as f:
+                f.write(_RANKS_SCRIPT)
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            env = dict(os.environ, HELPER_DIR=os.path.dirname(os.path.abspath(gpuhost_helper.__file__)))
+            # -r 9:1 -t 9:1: Debian's torch 1.13 on Python 3.11 cannot parse the default redirects.
+            proc = subprocess.run([TORCHRUN, "--nproc_per_node=2", "-r", "9:1", "-t", "9:1", "--master_addr",
+                                   "127.0.0.1", "--master_port", str(port), script], env=env,
+                                  capture_output=True, text=True, timeout=180)
+            self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+            for rank in (0, 1):
+                self.assertIn("rank %d [False, False, True, False]" % rank, proc.stdout, proc.stderr[-2000:])
+
+    def test_one_process_returns_the_flag(self):
+        class NotInitialised:
+            @staticmethod
+            def is_available():
+                return True
+
+            @staticmethod
+            def is_initialized():
+                return False
+
+        self.assertTrue(gpuhost_helper.any_rank(True, NotInitialised))
+        self.assertFalse(gpuhost_helper.any_rank(0, NotInitialised))

@@ -58,10 +58,11 @@ std::string render_record_line(const supervise::JournalRecord& record, const Ter
   if (line.empty()) return line;
   const std::string& type = record.type;
   if (type == "notice" || type == "save_timed_out" || type == "disk_low" || type == "watcher_trouble" ||
-      type == "drill" || type == "leftovers_killed")
+      type == "drill" || type == "leftovers_killed" || type == "peer_lost" || type == "peers_unavailable")
     return style.yellow(line);
   if (type == "checkpoint_committed" || type == "save_completed") return style.green(line);
-  if (type == "checkpoint_bad" || type == "checkpoint_rejected" || type == "gave_up") return style.red(line);
+  if (type == "checkpoint_bad" || type == "checkpoint_rejected" || type == "gave_up" || type == "peer_refused")
+    return style.red(line);
   if (type == "child_exited" && record.fields.get_string("cause") == "crash") return style.red(line);
   return line;
 }
@@ -71,6 +72,8 @@ json::Value job_status_json(const supervise::JobState& state) {
   doc["phase"] = shown_phase(state);
   doc["supervisor_runs"] = state.supervisor_runs;
   doc["topology"] = state.topology;
+  doc["global_step"] = state.global_step ? json::Value(*state.global_step) : json::Value();
+  doc["peer_lost"] = state.peer_lost;
   doc["child_starts"] = state.child_starts;
   doc["restarts"] = state.restarts;
   doc["preemptions"] = state.preemptions;
@@ -145,6 +148,8 @@ void render_job_status(std::ostream& out, const std::string& name, const std::fi
         << "\n";
   out << "  directory    " << dir.string() << "\n";
   if (!state.topology.empty()) out << "  where        " << state.topology << "\n";
+  if (state.global_step) out << "  all nodes    step " << *state.global_step << " committed on every node\n";
+  if (!state.peer_lost.empty()) out << "  " << style.yellow("peer         " + state.peer_lost) << "\n";
   out << "  runs         " << state.supervisor_runs << " supervisor, " << state.child_starts << " trainer starts, "
       << state.restarts << " crash restarts, " << state.preemptions << " preemptions\n";
   if (state.last_step) out << "  newest step  " << *state.last_step << "\n";

@@ -10,6 +10,7 @@
 #include "cli/job_render.h"
 #include "platform/environment.h"
 #include "platform/files.h"
+#include "platform/socket.h"
 #include "platform/system_info.h"
 #include "supervise/job.h"
 #include "supervise/remote_probe.h"
@@ -143,7 +144,8 @@ Exit codes:
        (named in the last line); run the same command again to retry the uploads
   75   preempted: checkpoint saved (or the newest kept) and the trainer stopped; run the same
        command again to resume (Slurm --requeue, Kubernetes restartPolicy and SkyPilot
-       recover_on_exit_codes can key on 75, EX_TEMPFAIL)
+       recover_on_exit_codes can key on 75, EX_TEMPFAIL). Also: another node of a
+       multi-node job was lost (outcome peer_lost); rerun every node
   130  stopped by Ctrl-C after saving
 
 Several nodes (one gpuhost per node, as the engine's task):
@@ -154,9 +156,18 @@ Several nodes (one gpuhost per node, as the engine's task):
   engine restarts the job (torchrun --max-restarts > 0, Slurm requeue, a Job or JobSet policy),
   gpuhost does not restart the trainer itself unless --max-restarts says so. The trainer sees
   GPUHOST_NNODES, GPUHOST_NODE_RANK and GPUHOST_ATTEMPT (engine restarts folded in).
-  Each node's gpuhost saves and commits its own ranks' files on its own notices; notices are
-  not yet passed between nodes. Windows: one node only (several GPUs with gloo); multi-node
-  torch does not run on native Windows, so such a command is refused (use Linux or WSL2).
+  The nodes' gpuhosts talk to each other (node 0 listens, the others connect): a notice on
+  any node reaches every node with the earliest deadline; before the first trainer starts
+  they agree on the newest step every node committed and all resume from it; a node that
+  dies or goes silent (10 s without a heartbeat) gets the others' trainers stopped at once
+  instead of after torchrun's minutes, and they exit 75 for the engine to restart the gang.
+  Windows: one node only (several GPUs with gloo); multi-node torch does not run on native
+  Windows, so such a command is refused (use Linux or WSL2). doc/run-multinode.md.
+  --peer-port N          node 0's port for the other nodes (else GPUHOST_PEER_PORT, else the
+                         torchrun master/rendezvous port + 1, else 29501)
+  --peer-token-file F    the token every node presents (else GPUHOST_PEER_TOKEN); required
+                         when node 0 is not on loopback
+  --no-peers             run each node on its own (no channel between the nodes)
 
 Examples:
   # any PyTorch script that takes a resume path; rehearse a crash at 60 s
@@ -190,6 +201,7 @@ constexpr FlagSpec k_run_flags[] = {
     {"--quiet", false},        {"--preset", true},        {"--remote", true},         {"--encrypt", true},
     {"--encryption-key-file", true}, {"--dashboard", true}, {"--dashboard-token-file", true},
     {"--fresh", false},        {"--remote-optional", false}, {"--final-upload-timeout", true},
+    {"--peer-port", true},     {"--peer-token-file", true}, {"--no-peers", false},
 };
 
 constexpr std::string_view k_default_dashboard = "127.0.0.1:9809";
@@ -233,10 +245,6 @@ struct RunOptions {
   std::optional<DashboardSpec> dashboard;
 };
 
-bool is_loopback_host(std::string_view host) {
-  return host == "localhost" || host == "::1" || host.starts_with("127.");
-}
-
 // "HOST:PORT", "[::1]:PORT", ":PORT" (loopback) or "HOST" (port 9809).
 Result<DashboardSpec> parse_dashboard(const ParsedArgs& p) {
   std::string text = *p.value("--dashboard");
@@ -269,10 +277,38 @@ Result<DashboardSpec> parse_dashboard(const ParsedArgs& p) {
     spec.token = lines.empty() ? "" : std::string(trim(lines[0]));
     if (spec.token.empty()) return std::unexpected(usage("--dashboard-token-file " + *file + " is empty"));
   }
-  if (!is_loopback_host(spec.host) && spec.token.empty())
+  if (!platform::is_loopback_address(spec.host) && spec.token.empty())
     return std::unexpected(usage("--dashboard=" + text + " would show the job to the network without authentication; "
                                  "give --dashboard-token-file FILE, or use a loopback address and an SSH tunnel"));
   return spec;
+}
+
+// --peer-port / GPUHOST_PEER_PORT, --peer-token-file / GPUHOST_PEER_TOKEN, --no-peers.
+Result<supervise::PeerSettings> parse_peer_settings(const ParsedArgs& p) {
+  supervise::PeerSettings peers;
+  peers.enabled = !p.has("--no-peers");
+  std::optional<std::string> port_text = p.value("--peer-port");
+  std::string port_source = "--peer-port";
+  if (!port_text) {
+    port_text = platform::get_env("GPUHOST_PEER_PORT");
+    port_source = "GPUHOST_PEER_PORT";
+  }
+  if (port_text) {
+    auto port = parse_int(*port_text);
+    if (!port || *port < 1 || *port > 65535)
+      return std::unexpected(usage(port_source + " expects a port from 1 to 65535, got '" + *port_text + "'"));
+    peers.port = static_cast<std::uint16_t>(*port);
+  }
+  if (auto file = p.value("--peer-token-file")) {
+    auto text = platform::read_file(*file);
+    if (!text) return std::unexpected(Error{ErrorCode::not_found, "cannot read --peer-token-file: " + text.error().message});
+    auto lines = split_lines(*text);
+    peers.token = lines.empty() ? "" : std::string(trim(lines[0]));
+    if (peers.token.empty()) return std::unexpected(usage("--peer-token-file " + *file + " is empty"));
+  } else if (auto token = platform::get_env("GPUHOST_PEER_TOKEN")) {
+    peers.token = std::string(trim(*token));
+  }
+  return peers;
 }
 
 // The dashboard of one job while it runs: the same exporter and server as `gpuhost serve`,
@@ -401,6 +437,7 @@ Result<RunOptions> parse_run_options(const ParsedArgs& p, std::vector<std::strin
   if ((options.remote_optional || p.has("--final-upload-timeout")) && spec.remote.empty())
     return std::unexpected(usage(std::string(options.remote_optional ? "--remote-optional" : "--final-upload-timeout") +
                                  " needs --remote URL"));
+  options.supervisor.peers = GPUHOST_TRY(parse_peer_settings(p));
   if (p.has("--dashboard")) options.dashboard = GPUHOST_TRY(parse_dashboard(p));
   else if (p.has("--dashboard-token-file")) return std::unexpected(usage("--dashboard-token-file needs --dashboard"));
   if (spec.command.empty()) return std::unexpected(usage("no training command: put it after --, e.g. gpuhost run --checkpoints out -- python train.py"));
@@ -413,7 +450,8 @@ int exit_code_for(supervise::Outcome outcome) {
   switch (outcome) {
     case supervise::Outcome::finished: return k_exit_ok;
     case supervise::Outcome::unmirrored: return k_exit_not_durable;
-    case supervise::Outcome::preempted: return k_exit_preempted;
+    case supervise::Outcome::preempted:
+    case supervise::Outcome::peer_lost: return k_exit_preempted;
     case supervise::Outcome::failed: return k_exit_job_failed;
     case supervise::Outcome::stopped: return k_exit_interrupted;
   }
@@ -471,6 +509,8 @@ int run_run(CommandContext& context) {
     restart.max_restarts = 0;  // one restart owner per layer: the engine's
     restart_note = "restarts belong to " + owner + ": gpuhost does not restart the trainer itself (--max-restarts N to change that)";
   }
+  if (auto problem = supervise::peer_settings_problem(*topology, options->supervisor.peers))
+    return report_error(context.err, *problem, "see gpuhost run --help (Several nodes) and doc/run-multinode.md", k_exit_usage);
   options->supervisor.topology = std::move(*topology);
 
   TerminalStyle style = TerminalStyle::for_stderr(common->color);

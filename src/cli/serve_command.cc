@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "platform/files.h"
+#include "platform/socket.h"
 #include "platform/system_info.h"
 #include "platform/termination.h"
 #include "supervise/job.h"
@@ -67,10 +68,6 @@ constexpr FlagSpec k_serve_flags[] = {
     {"--bind", true},  {"--port", true},       {"--jobs-dir", true},         {"--token-file", true},
     {"--token", true}, {"--allow-host", true}, {"--insecure-no-auth", false}};
 
-bool is_loopback(std::string_view address) {
-  return address == "localhost" || address == "::1" || address == "[::1]" || address.starts_with("127.");
-}
-
 }  // namespace
 
 int run_serve(CommandContext& context) {
@@ -116,7 +113,7 @@ int run_serve(CommandContext& context) {
   if (!token.empty() && insecure)
     return report_error(context.err, "--insecure-no-auth contradicts --token/--token-file",
                         "give one of them", k_exit_usage);
-  if (!is_loopback(bind) && token.empty() && !insecure)
+  if (!platform::is_loopback_address(bind) && token.empty() && !insecure)
     return report_error(
         context.err, "--bind " + bind + " would expose GPU metrics to the network without authentication",
         "give --token-file FILE (clients send Authorization: Bearer TOKEN), or --insecure-no-auth "

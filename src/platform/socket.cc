@@ -3,6 +3,10 @@
 
 namespace gpuhost::platform {
 
+bool is_loopback_address(std::string_view address) {
+  return address == "localhost" || address == "::1" || address == "[::1]" || address.starts_with("127.");
+}
+
 Result<void> TcpStream::send_all(const void* data, std::size_t bytes) {
   const auto* p = static_cast<const char*>(data);
   while (bytes > 0) {

@@ -5,10 +5,15 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/error.h"
 
 namespace gpuhost::platform {
+
+// Whether `address` names this machine's loopback ("127.x.y.z", "localhost", "::1", "[::1]"):
+// what `serve` and the peer channel of a multi-node job may use without a token.
+[[nodiscard]] bool is_loopback_address(std::string_view address);
 
 // A connected TCP stream (IPv4 or IPv6). Move-only; closes on destruction. One thread may send
 // while another receives; two threads must not send (or receive) at once.

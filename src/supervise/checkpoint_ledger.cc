@@ -193,9 +193,10 @@ void CheckpointLedger::apply_retention() {
   }
 }
 
-ResumePoint CheckpointLedger::choose_resume_point() {
+ResumePoint CheckpointLedger::choose_resume_point(const std::function<bool(const CommittedCheckpoint&)>& eligible) {
   for (;;) {
     auto candidates = resume_candidates(m_recorder.state());
+    if (eligible) std::erase_if(candidates, [&](const CommittedCheckpoint* c) { return !eligible(*c); });
     if (candidates.empty()) return {};
     const CommittedCheckpoint c = *candidates.front();
     std::string problem;

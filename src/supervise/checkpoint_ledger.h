@@ -60,7 +60,8 @@ class CheckpointLedger {
 
   // The newest committed checkpoint whose bytes still hash to what was committed; each one that
   // fails is marked bad (with the reason) and never offered again. Empty: start fresh.
-  [[nodiscard]] ResumePoint choose_resume_point();
+  // `eligible`, when given, limits the choice (a multi-node job resumes the step every node has).
+  [[nodiscard]] ResumePoint choose_resume_point(const std::function<bool(const CommittedCheckpoint&)>& eligible = {});
 
  private:
   void commit(const CheckpointVerdict& verdict);

@@ -235,7 +235,7 @@ void fold_mirror_record(JobState& state, const JournalRecord& record) {
 
 std::optional<JobPhase> phase_of_outcome(std::string_view outcome) {
   if (outcome == "finished" || outcome == "unmirrored") return JobPhase::finished;
-  if (outcome == "preempted") return JobPhase::preempted;
+  if (outcome == "preempted" || outcome == "peer_lost") return JobPhase::preempted;
   if (outcome == "failed") return JobPhase::failed;
   if (outcome == "stopped") return JobPhase::stopped;
   return std::nullopt;
@@ -357,6 +357,31 @@ void fold_record(JobState& state, const JournalRecord& record) {
     add_event(state, record,
               "disk low: " + format_bytes(static_cast<double>(f.get_int("available_bytes"))) +
                   " available for " + f.get_string("path"));
+  } else if (type == "peers_started") {
+    state.peer_lost.clear();
+    add_event(state, record, "peer channel: " + f.get_string("role") + " of " + std::to_string(f.get_int("nnodes")) +
+                                 " nodes at " + f.get_string("leader"));
+  } else if (type == "peers_unavailable") {
+    add_event(state, record, "no peer channel: " + f.get_string("reason"));
+  } else if (type == "peer_joined") {
+    add_event(state, record, "node " + std::to_string(f.get_int("node")) + " joined");
+  } else if (type == "resume_agreed") {
+    const json::Value* step = f.find("step");
+    add_event(state, record, step && step->is_integer() ? "all nodes resume from step " + std::to_string(step->as_int())
+                                                        : "all nodes start fresh (no step committed on every node)");
+  } else if (type == "global_commit") {
+    if (const json::Value* step = f.find("step"); step && step->is_integer()) {
+      state.global_step = step->as_int();
+      add_event(state, record, "step " + std::to_string(step->as_int()) + " committed on every node");
+    }
+  } else if (type == "peer_lost") {
+    const std::string outcome = f.get_string("outcome");
+    std::string summary = "node " + std::to_string(f.get_int("node")) + " " +
+                          (outcome.empty() ? "lost: " + f.get_string("reason") : "ended: " + outcome);
+    if (outcome != "finished") state.peer_lost = summary;
+    add_event(state, record, std::move(summary));
+  } else if (type == "peer_refused") {
+    add_event(state, record, "refused by node 0: " + f.get_string("reason"));
   } else if (type == "watcher_trouble") {
     add_event(state, record, f.get_string("source") + " watcher: " + f.get_string("message"));
   } else if (type == "supervisor_stopped") {

@@ -90,6 +90,10 @@ struct JobState {
   // Where the last supervisor ran, from its supervisor_started topology: "node 1 of 2 (slurm,
   // leader n1)"; "" for a job on one machine with no engine.
   std::string topology;
+  // A multi-node job (job_peers.h): the newest step committed on every node (global_commit),
+  // and the last peer lost with why ("node 1: no heartbeat for 10.2 s").
+  std::optional<std::int64_t> global_step;
+  std::string peer_lost;
   int child_starts = 0;
   int restarts = 0;     // crash restarts over the whole history (restart_scheduled records)
   int preemptions = 0;  // notices acted on (notice records of kind "preemption", drills included)

@@ -347,5 +347,34 @@ TEST(JobStateMirror, AbortedUploadIsNoLongerPendingAndRestoredCheckpointsAreReme
   EXPECT_EQ(state.restored[0].content_hash, "xxh3-128:9");
 }
 
+TEST(JobState, AMultiNodeRunShowsItsGlobalStepAndTheLostPeer) {
+  History h;
+  h.add("supervisor_started", {{"pid", 10}})
+      .add("peers_started", {{"role", "leader"}, {"node", 0}, {"nnodes", 2}, {"leader", "127.0.0.1:29501"}})
+      .add("peer_joined", {{"node", 1}})
+      .add("resume_agreed", {{"step", json::Value()}})
+      .add("global_commit", {{"step", 100}})
+      .add("global_commit", {{"step", 200}})
+      .add("peer_lost", {{"node", 1}, {"reason", "no heartbeat for 10.2 s"}, {"outcome", ""}})
+      .add("supervisor_stopped", {{"outcome", "peer_lost"}, {"reason", "node 1 is gone"}});
+  JobState state = h.fold();
+  EXPECT_EQ(state.global_step, 200);
+  EXPECT_EQ(state.peer_lost, "node 1 lost: no heartbeat for 10.2 s");
+  EXPECT_EQ(state.phase, JobPhase::preempted);  // resumable: the engine reruns every node
+  ASSERT_NE(last_event(state, "resume_agreed"), nullptr);
+  EXPECT_EQ(last_event(state, "resume_agreed")->summary, "all nodes start fresh (no step committed on every node)");
+  EXPECT_EQ(last_event(state, "global_commit")->summary, "step 200 committed on every node");
+
+  // A peer that finished is no loss; the next run's channel clears the last one.
+  h.add("supervisor_started", {{"pid", 11}})
+      .add("peers_started", {{"role", "leader"}, {"node", 0}, {"nnodes", 2}, {"leader", "127.0.0.1:29501"}})
+      .add("resume_agreed", {{"step", 200}})
+      .add("peer_lost", {{"node", 1}, {"reason", "it ended (finished)"}, {"outcome", "finished"}});
+  state = h.fold();
+  EXPECT_EQ(state.peer_lost, "");
+  EXPECT_EQ(last_event(state, "resume_agreed")->summary, "all nodes resume from step 200");
+  EXPECT_EQ(last_event(state, "peer_lost")->summary, "node 1 ended: finished");
+}
+
 }  // namespace
 }  // namespace gpuhost::supervise

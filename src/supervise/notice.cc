@@ -153,6 +153,7 @@ const char* notice_source_name(NoticeSource source) {
     case NoticeSource::volcengine: return "volcengine";
     case NoticeSource::signal: return "signal";
     case NoticeSource::drill: return "drill";
+    case NoticeSource::peer: return "peer";
   }
   return "unknown";
 }
@@ -169,6 +170,7 @@ std::chrono::seconds default_lead_time(NoticeSource source) {
     // Kubernetes terminationGracePeriodSeconds and Slurm KillWait both default to 30 s.
     case NoticeSource::signal: return seconds(30);
     case NoticeSource::drill: return seconds(30);
+    case NoticeSource::peer: return seconds(30);  // a peer's notice carries its own deadline
   }
   return seconds(30);
 }

@@ -16,9 +16,11 @@
 namespace gpuhost::supervise {
 
 // Where a preemption notice comes from.
-enum class NoticeSource { aws, azure, gcp, alibaba, tencent, volcengine, signal, drill };
+// `peer`: another node of a multi-node job had a notice (peer_channel.h); its deadline is that
+// node's.
+enum class NoticeSource { aws, azure, gcp, alibaba, tencent, volcengine, signal, drill, peer };
 
-[[nodiscard]] const char* notice_source_name(NoticeSource source);  // "aws", ..., "signal", "drill"
+[[nodiscard]] const char* notice_source_name(NoticeSource source);  // "aws", ..., "signal", "drill", "peer"
 
 enum class NoticeKind {
   preemption,  // the machine (or the job) will be taken away at `deadline`: save, then stop

@@ -65,7 +65,8 @@ std::string default_host(NoticeSource cloud) {
     case NoticeSource::tencent: return "http://metadata.tencentyun.com";
     case NoticeSource::volcengine: return "http://100.96.0.96";
     case NoticeSource::signal:
-    case NoticeSource::drill: break;
+    case NoticeSource::drill:
+    case NoticeSource::peer: break;
   }
   return {};
 }
@@ -285,7 +286,8 @@ Result<std::vector<PreemptionNotice>> NoticeWatcher::State::poll() {
     case NoticeSource::volcengine:
       return poll_simple("/latest/spot_instance_termination_time", &read_volcengine_termination_time);
     case NoticeSource::signal:
-    case NoticeSource::drill: break;
+    case NoticeSource::drill:
+    case NoticeSource::peer: break;
   }
   return std::vector<PreemptionNotice>{};
 }

@@ -13,6 +13,7 @@
 #include "supervise/drill.h"
 #include "supervise/job.h"
 #include "supervise/job_identity.h"
+#include "supervise/job_peers.h"
 #include "supervise/job_state.h"
 #include "supervise/journal.h"
 #include "supervise/notice.h"
@@ -26,6 +27,7 @@ enum class Outcome {
   preempted,  // a notice or SIGTERM: checkpoint saved (or the newest kept), child stopped; resumable
   failed,     // restarts exhausted or the trainer cannot start
   stopped,    // Ctrl-C: saved and stopped on the user's request
+  peer_lost,  // another node of a multi-node job vanished mid-training: stopped; resumable
 };
 [[nodiscard]] const char* outcome_name(Outcome outcome);
 
@@ -58,6 +60,8 @@ struct SupervisorOptions {
   std::chrono::milliseconds final_upload_timeout{std::chrono::minutes(15)};
   // Where the job runs (detect_topology): journalled at start, folded into GPUHOST_ATTEMPT.
   Topology topology;
+  // How the nodes of a multi-node topology find each other (job_peers.h).
+  PeerSettings peers;
 };
 
 struct SupervisorResult {

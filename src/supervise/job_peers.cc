@@ -1,0 +1,181 @@
+#include "supervise/job_peers.h"
+
+#include "platform/socket.h"
+
+namespace gpuhost::supervise {
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+json::Value optional_step(std::optional<std::int64_t> step) { return step ? json::Value(*step) : json::Value(); }
+
+}  // namespace
+
+std::uint16_t peer_port_for(const Topology& topology, const PeerSettings& settings) {
+  if (settings.port) return *settings.port;
+  if (topology.leader_port && *topology.leader_port > 0 && *topology.leader_port < 65535)
+    return static_cast<std::uint16_t>(*topology.leader_port + 1);
+  return k_default_peer_port;
+}
+
+std::optional<std::string> peer_settings_problem(const Topology& topology, const PeerSettings& settings) {
+  if (!settings.enabled || !topology.multi_node() || !topology.node_rank) return std::nullopt;
+  if (topology.leader_host.empty())
+    return "this node cannot tell where node 0 runs (no --master-addr, rendezvous endpoint or Slurm node list): "
+           "pass --master-addr to torchrun, or --no-peers to run the nodes without a channel";
+  if (!platform::is_loopback_address(topology.leader_host) && settings.token.empty())
+    return "the nodes of a multi-node job talk over the network (leader " + topology.leader_host +
+           ") and need a shared token: export GPUHOST_PEER_TOKEN=<random> (or --peer-token-file F) on every node, "
+           "or --no-peers to run the nodes without a channel";
+  return std::nullopt;
+}
+
+Result<std::unique_ptr<JobPeers>> JobPeers::start(JobRecorder& recorder, const Topology& topology,
+                                                  const PeerSettings& settings) {
+  if (!topology.multi_node()) return std::unique_ptr<JobPeers>();
+  auto unavailable = [&](const std::string& reason) {
+    json::Value fields = json::Value::object();
+    fields["reason"] = reason;
+    recorder.record("peers_unavailable", std::move(fields));
+    return std::unique_ptr<JobPeers>();
+  };
+  if (!settings.enabled) return unavailable("--no-peers: each node is on its own");
+  if (!topology.node_rank)
+    return unavailable("this node's rank is unknown (torchrun c10d rendezvous without --node-rank): notices stay on this node");
+  if (auto problem = peer_settings_problem(topology, settings)) return unavailable(*problem);
+
+  PeerChannelOptions options;
+  options.node = *topology.node_rank;
+  options.nnodes = topology.nnodes_max;
+  options.leader_host = topology.leader_host;
+  options.bind_host = platform::is_loopback_address(topology.leader_host) ? "127.0.0.1" : "0.0.0.0";
+  options.port = peer_port_for(topology, settings);
+  options.token = settings.token;
+  options.job_key = topology.job_key;
+  options.timing = settings.timing;
+  // The steps this node can resume from, newest first: what the leader agrees on.
+  for (const CommittedCheckpoint* c : resume_candidates(recorder.state()))
+    if (c->step) options.steps.push_back(*c->step);
+  const std::vector<std::int64_t> steps = options.steps;
+  auto channel = PeerChannel::start(std::move(options));
+  if (!channel) return std::unexpected(channel.error());
+
+  json::Value fields = json::Value::object();
+  fields["role"] = (*channel)->leader() ? "leader" : "follower";
+  fields["node"] = *topology.node_rank;
+  fields["nnodes"] = topology.nnodes_max;
+  fields["leader"] = topology.leader_host + ":" + std::to_string((*channel)->port());
+  json::Value step_list = json::Value::array();
+  for (std::int64_t step : steps) step_list.push_back(step);
+  fields["steps"] = std::move(step_list);
+  recorder.record("peers_started", std::move(fields));
+  return std::unique_ptr<JobPeers>(new JobPeers(recorder, std::move(*channel), settings.join_timeout));
+}
+
+std::optional<std::string> JobPeers::handle(const PeerEvent& event, std::vector<PreemptionNotice>& notices) {
+  json::Value fields = json::Value::object();
+  switch (event.kind) {
+    case PeerEvent::Kind::joined:
+      fields["node"] = event.node;
+      m_recorder.record("peer_joined", std::move(fields));
+      return std::nullopt;
+    case PeerEvent::Kind::agreed:
+      m_agreed = event.step;
+      m_agreement_seen = true;
+      fields["step"] = optional_step(event.step);
+      m_recorder.record("resume_agreed", std::move(fields));
+      return std::nullopt;
+    case PeerEvent::Kind::notice:
+      notices.push_back(event.notice);
+      return std::nullopt;
+    case PeerEvent::Kind::global:
+      fields["step"] = optional_step(event.step);
+      m_recorder.record("global_commit", std::move(fields));
+      return std::nullopt;
+    case PeerEvent::Kind::refused:
+      m_refused = event.detail;
+      fields["reason"] = event.detail;
+      m_recorder.record("peer_refused", std::move(fields));
+      return "the leader refused this node: " + event.detail;
+    case PeerEvent::Kind::lost: {
+      fields["node"] = event.node;
+      fields["reason"] = event.detail;
+      fields["outcome"] = event.outcome;
+      m_recorder.record("peer_lost", std::move(fields));
+      // A peer whose trainer finished is not a loss: this one finishes too (DDP ranks end
+      // together). Any other end (a crash, a preemption, silence) leaves this node's ranks
+      // waiting in a collective that can never complete.
+      if (event.outcome == "finished") return std::nullopt;
+      return "node " + std::to_string(event.node) + " is gone: " + event.detail;
+    }
+  }
+  return std::nullopt;
+}
+
+Result<JobPeers::Agreement> JobPeers::agree(const std::function<bool()>& interrupted) {
+  const auto until = SteadyClock::now() + m_join_timeout;
+  std::vector<PreemptionNotice> early;
+  for (;;) {
+    for (const PeerEvent& event : m_channel->take_events()) {
+      auto broken = handle(event, early);
+      if (m_refused) return make_error(ErrorCode::invalid_argument, *broken);
+      if (broken && event.kind == PeerEvent::Kind::lost && event.node == 0)
+        return make_error(ErrorCode::unavailable, "waiting for the other nodes: " + *broken);
+    }
+    if (m_agreement_seen) break;
+    if (interrupted()) return Agreement{true, std::nullopt};
+    if (SteadyClock::now() >= until)
+      return make_error(ErrorCode::timeout, "the other nodes did not join within " +
+                                                std::to_string(std::chrono::duration_cast<std::chrono::seconds>(m_join_timeout).count()) +
+                                                " s (is gpuhost run started on every node, with the same peer port?)");
+    (void)m_channel->wait_for_event(milliseconds(100));
+  }
+  // A notice that came while waiting is acted on by the first pump (it is kept for it).
+  m_early_notices = std::move(early);
+  return Agreement{false, m_agreed};
+}
+
+void JobPeers::local_notice(const PreemptionNotice& notice) {
+  if (notice.source == NoticeSource::peer) return;
+  m_channel->send_notice(notice);
+}
+
+void JobPeers::committed(std::optional<std::int64_t> step) {
+  if (step) m_channel->send_committed(*step);
+}
+
+JobPeers::Turn JobPeers::pump() {
+  Turn turn;
+  turn.notices = std::move(m_early_notices);
+  m_early_notices.clear();
+  for (const PeerEvent& event : m_channel->take_events()) {
+    auto broken = handle(event, turn.notices);
+    if (broken && !m_broken) m_broken = broken;
+  }
+  if (m_broken && !m_broken_reported) {
+    m_broken_reported = true;
+    turn.broken = m_broken;
+  }
+  return turn;
+}
+
+std::optional<std::string> JobPeers::wait_for_break(std::chrono::milliseconds timeout) {
+  const auto until = SteadyClock::now() + timeout;
+  std::vector<PreemptionNotice> ignored;
+  for (;;) {
+    for (const PeerEvent& event : m_channel->take_events()) {
+      auto broken = handle(event, ignored);
+      if (broken && !m_broken) m_broken = broken;
+    }
+    if (m_broken) return m_broken;
+    const auto now = SteadyClock::now();
+    if (now >= until) return std::nullopt;
+    (void)m_channel->wait_for_event(std::chrono::duration_cast<milliseconds>(until - now));
+  }
+}
+
+void JobPeers::end(const std::string& outcome) { m_channel->send_bye(outcome); }
+
+}  // namespace gpuhost::supervise

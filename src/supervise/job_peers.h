@@ -1,0 +1,100 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "supervise/job_recorder.h"
+#include "supervise/notice.h"
+#include "supervise/peer_channel.h"
+#include "supervise/topology.h"
+
+namespace gpuhost::supervise {
+
+// How the nodes of one job find each other (doc/run-multinode.md). Everything has a default
+// derived from the topology; `gpuhost run` fills these from --peer-port / GPUHOST_PEER_PORT and
+// --peer-token-file / GPUHOST_PEER_TOKEN.
+struct PeerSettings {
+  bool enabled = true;                   // --no-peers: every node on its own, as before
+  std::optional<std::uint16_t> port;     // default: peer_port_for(topology)
+  std::string token;                     // required when the leader is not on loopback
+  // How long the nodes wait for each other before the first trainer starts. torchrun's own
+  // rendezvous waits 600 s by default (torch/distributed/elastic/rendezvous/
+  // dynamic_rendezvous.py, join_timeout default 600 s); gpuhost waits as long.
+  std::chrono::milliseconds join_timeout{std::chrono::seconds(600)};
+  PeerTiming timing;
+};
+
+// The peer port: --peer-port, else the leader's port + 1 (torchrun's master or rendezvous port
+// is taken by its store), else k_default_peer_port.
+inline constexpr std::uint16_t k_default_peer_port = 29501;
+[[nodiscard]] std::uint16_t peer_port_for(const Topology& topology, const PeerSettings& settings);
+
+// Why a multi-node topology cannot have a channel as configured, or nullopt: a leader off
+// loopback needs a token. For `gpuhost run` to refuse before anything exists (exit 2).
+[[nodiscard]] std::optional<std::string> peer_settings_problem(const Topology& topology, const PeerSettings& settings);
+
+// The channel of a multi-node job as the supervisor's loop drives it: journals who joined, the
+// agreed resume step, global commits and lost peers; hands peers' notices to the loop and says
+// when the gang is broken. Lives on the supervisor's thread.
+class JobPeers {
+ public:
+  // Null when the job runs on one node, peers are off, or the node rank is unknown (journalled as
+  // peers_unavailable with the reason). Errors: the leader cannot listen.
+  [[nodiscard]] static Result<std::unique_ptr<JobPeers>> start(JobRecorder& recorder, const Topology& topology,
+                                                               const PeerSettings& settings);
+
+  // Waits until every node has joined and the leader has agreed the step all of them resume
+  // from (nullopt: a fresh start everywhere). `interrupted` is asked every turn: a termination
+  // request ends the wait (nullopt returned and `stopped` set). Errors: refused by the leader,
+  // the leader lost, or nobody came within the join timeout.
+  struct Agreement {
+    bool stopped = false;
+    std::optional<std::int64_t> step;
+  };
+  [[nodiscard]] Result<Agreement> agree(const std::function<bool()>& interrupted);
+
+  // A notice of this node (not a peer's): every other node acts on it too.
+  void local_notice(const PreemptionNotice& notice);
+  // This node committed a checkpoint.
+  void committed(std::optional<std::int64_t> step);
+
+  // Each loop turn: the peers' notices to act on, and once a peer is lost or ended while
+  // training, why the gang is broken (the first time only; lost peers are journalled).
+  struct Turn {
+    std::vector<PreemptionNotice> notices;
+    std::optional<std::string> broken;
+  };
+  [[nodiscard]] Turn pump();
+  // After the trainer failed: waits up to `timeout` for the channel to say a peer is gone (a
+  // trainer whose peer vanished usually fails on its collective before the heartbeat misses).
+  [[nodiscard]] std::optional<std::string> wait_for_break(std::chrono::milliseconds timeout);
+
+  // The orderly end: peers learn `outcome` (outcome_name()).
+  void end(const std::string& outcome);
+
+  [[nodiscard]] bool leader() const { return m_channel->leader(); }
+
+ private:
+  JobPeers(JobRecorder& recorder, std::unique_ptr<PeerChannel> channel, std::chrono::milliseconds join_timeout)
+      : m_recorder(recorder), m_channel(std::move(channel)), m_join_timeout(join_timeout) {}
+  // Journals one event; returns why the gang broke, for a lost peer that did not finish.
+  std::optional<std::string> handle(const PeerEvent& event, std::vector<PreemptionNotice>& notices);
+
+  JobRecorder& m_recorder;
+  std::unique_ptr<PeerChannel> m_channel;
+  std::chrono::milliseconds m_join_timeout;
+  std::optional<std::int64_t> m_agreed;
+  bool m_agreement_seen = false;
+  std::optional<std::string> m_refused;
+  std::optional<std::string> m_broken;
+  bool m_broken_reported = false;
+  std::vector<PreemptionNotice> m_early_notices;  // came while agree() waited
+};
+
+}  // namespace gpuhost::supervise

@@ -1,0 +1,239 @@
+"""`gpuhost run` on two nodes, as users run a multi-node job: one gpuhost per node, each wrapping
+`torchrun --nnodes=2 --node_rank=K` (Debian's torch 1.13, gloo on CPU, both "nodes" on
+127.0.0.1 with their own gpuhost home), a real DDP trainer (trainers/ddp_trainer.py: the
+all-reduce-the-save-flag pattern of doc/run-multinode.md), one checkpoint folder both nodes see.
+
+What must hold: a notice on node 1 only reaches node 0 through the peer channel; both nodes'
+workers are asked to save, both commit the same checkpoint written after the notice, both exit
+75; a rerun of both agrees on that step and ends bit-identical to an uninterrupted run. A node
+that dies (gpuhost and trainers SIGKILLed) gets the other node's trainer stopped within 30 s
+(not after torchrun's minutes) and an exit 75 (outcome peer_lost); the rerun resumes from the
+newest step committed on both nodes. Skipped without Debian's python3-torch."""
+import os
+import shutil
+import signal
+import subprocess
+import time
+import unittest
+
+from gpuhost_test import IS_WINDOWS_BUILD
+from test_run_cli import Job, RunTestCase, torch_available
+from test_run_save_requests import DDP_TRAINER, free_port, reference
+
+TORCHRUN = "/usr/bin/torchrun"
+
+
+class Node(Job):
+    """One node of the job: its own GPUHOST_HOME and logs; the checkpoint folder is node 0's."""
+
+    def __init__(self, test, label, rank, shared_ck=None, netns=None, master="127.0.0.1"):
+        super().__init__(test, "multinode-%s-node%d" % (label, rank))
+        self.rank = rank
+        self.netns = netns  # run inside this network namespace (ip netns exec)
+        self.master = master
+        if shared_ck:
+            self.ck = shared_ck
+        self.pid_dir = os.path.join(self.dir, "pids")
+        os.makedirs(self.pid_dir, exist_ok=True)
+
+    def torchrun(self, master_port, steps, every, step_time):
+        # -r 9:1 -t 9:1: Debian's torch 1.13 on Python 3.11 cannot parse the default --redirects/--tee.
+        return [TORCHRUN, "--nnodes=2", "--node_rank=%d" % self.rank, "--nproc_per_node=1", "-r", "9:1", "-t", "9:1",
+                "--master_addr", self.master, "--master_port", str(master_port), DDP_TRAINER, "--steps", str(steps),
+                "--every", str(every), "--step-time", str(step_time), "--out", self.ck, "--final-state", self.final,
+                "--pid-dir", self.pid_dir, "--resume", "{resume}"]
+
+    def argv(self, flags, trainer, cloud=True):
+        args = super().argv(flags, trainer, cloud)
+        return ["ip", "netns", "exec", self.netns] + args if self.netns else args
+
+    # Polled before gpuhost has made them: empty until then.
+    def records(self, kind):
+        return super().records(kind) if os.path.exists(self.journal_path) else []
+
+    def stdout_log(self):
+        return super().stdout_log() if os.path.exists(os.path.join(self.job_dir, "logs", "stdout.log")) else ""
+
+    def trainer_pids(self):
+        """The node's DDP worker and its torchrun agent (the worker's parent)."""
+        pids = []
+        for name in os.listdir(self.pid_dir):
+            with open(os.path.join(self.pid_dir, name)) as f:
+                worker = int(f.read().strip())
+            pids.append(worker)
+            try:
+                with open("/proc/%d/stat" % worker) as f:
+                    pids.append(int(f.read().rsplit(")", 1)[1].split()[1]))
+            except FileNotFoundError:
+                pass
+        return pids
+
+
+def wait_until(test, predicate, what, procs, timeout=240):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        for proc in procs:
+            if proc.poll() is not None:
+                test.fail("a node's gpuhost exited (%d) before %s" % (proc.returncode, what))
+        time.sleep(0.05)
+    test.fail("timed out waiting for %s" % what)
+
+
+def committed(node, seq_id):
+    return next(r for r in node.journal() if r["type"] == "checkpoint_committed" and "ck-%d" % r["seq"] == seq_id)
+
+
+@unittest.skipIf(IS_WINDOWS_BUILD, "multi-node torch does not run on native Windows (test_run_windows.py: refused)")
+@unittest.skipUnless(torch_available(), "needs Debian's python3-torch")
+class TwoNodes(RunTestCase):
+    STEPS = 1200
+
+    def nodes(self, label):
+        zero = Node(self, label, 0)
+        one = Node(self, label, 1, shared_ck=zero.ck)
+        return zero, one
+
+    def start_both(self, zero, one, steps, every, step_time):
+        port = free_port()
+        return (zero.start([], zero.torchrun(port, steps, every, step_time)),
+                one.start([], one.torchrun(port, steps, every, step_time)))
+
+    def rerun_both(self, zero, one):
+        """Both nodes again, to the end: both exit 0; returns the step they agreed on."""
+        procs = self.start_both(zero, one, self.STEPS, 0, 0)
+        for proc in procs:
+            proc.wait(timeout=300)
+        for node, proc in zip((zero, one), procs):
+            self.assertEqual(proc.returncode, 0, node.stderr_of(node.runs) + node.summary())
+        agreed = [node.records("resume_agreed")[-1]["step"] for node in (zero, one)]
+        self.assertEqual(agreed[0], agreed[1])
+        # Node 0's rank 0 wrote the final weights: those of an uninterrupted run on one node.
+        with open(zero.final, "rb") as f:
+            self.assertEqual(f.read(), reference("torchrun", self.STEPS))
+        return agreed[0]
+
+    def test_a_notice_on_one_node_saves_both_at_the_same_step(self):
+        zero, one = self.nodes("notice")
+        procs = self.start_both(zero, one, self.STEPS, 0, 0.01)
+        wait_until(self, lambda: "step 100 " in zero.stdout_log(), "DDP training on both nodes", procs)
+        self.assertEqual([r["role"] for r in zero.records("peers_started")], ["leader"])
+        self.assertEqual([r["role"] for r in one.records("peers_started")], ["follower"])
+        procs[1].send_signal(signal.SIGTERM)  # the notice reaches node 1 only
+        for proc in procs:
+            proc.wait(timeout=180)
+        for node, proc in zip((zero, one), procs):
+            self.assertEqual(proc.returncode, 75, node.stderr_of(node.runs) + node.summary())
+        self.assertEqual(one.records("notice")[0]["source"], "signal")
+        peer_notice = zero.records("notice")[0]
+        self.assertEqual(peer_notice["source"], "peer", zero.summary())
+        self.assertIn("node 1: signal", peer_notice["detail"])
+        # node 1's deadline, carried over: within a second of the one node 1 journalled
+        self.assertEqual(peer_notice["deadline"][:19], one.records("notice")[0]["deadline"][:19])
+        saved = []
+        for node in (zero, one):
+            self.assertEqual(node.records("save_requested")[0]["signalled"], 1, node.summary())
+            saves = node.records("save_completed")
+            self.assertEqual(len(saves), 1, node.summary())
+            saved.append(committed(node, saves[0]["id"]))
+            self.assertEqual(node.records("supervisor_stopped")[-1]["outcome"], "preempted")
+        self.assertEqual(saved[0]["path"], saved[1]["path"], "both nodes saved the same checkpoint")
+        self.assertEqual(saved[0]["step"], saved[1]["step"])
+        self.assertEqual(zero.stdout_log().count("save requested at step"), 1)
+        self.assertEqual(self.rerun_both(zero, one), saved[0]["step"])
+
+    def test_a_node_that_dies_stops_the_other_promptly(self):
+        zero, one = self.nodes("loss")
+        procs = self.start_both(zero, one, self.STEPS, 100, 0.01)
+        wait_until(self, lambda: zero.records("global_commit") and "step 250 " in zero.stdout_log(),
+                   "a step committed on both nodes", procs)
+        victims = one.trainer_pids()
+        procs[1].send_signal(signal.SIGKILL)  # node 1 is gone: its gpuhost and its trainers
+        for pid in victims:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        killed = time.monotonic()
+        procs[1].wait(timeout=30)
+        procs[0].wait(timeout=60)
+        took = time.monotonic() - killed
+        self.assertEqual(procs[0].returncode, 75, zero.stderr_of(zero.runs) + zero.summary())
+        self.assertLess(took, 30, "node 0 noticed the loss after %.1f s" % took)
+        stopped = zero.records("supervisor_stopped")[-1]
+        self.assertEqual(stopped["outcome"], "peer_lost", zero.summary())
+        self.assertIn("node 1", stopped["reason"])
+        self.assertEqual(zero.records("peer_lost")[0]["node"], 1)
+        status = zero.status()
+        self.assertEqual(status["phase"], "preempted")
+        self.assertIn("node 1", status["peer_lost"])
+        # The newest step both nodes committed: at least the last global commit node 0 heard of
+        # (node 1 may have committed a newer one just before it died), and in this shared folder
+        # the newest checkpoint there, which both nodes validate again at the rerun.
+        newest_global = zero.records("global_commit")[-1]["step"]
+        on_disk = max(int(name[5:11]) for name in os.listdir(zero.ck) if name.startswith("ckpt-"))
+        agreed = self.rerun_both(zero, one)
+        self.assertGreaterEqual(agreed, newest_global)
+        self.assertEqual(agreed, on_disk)
+        print("node 0 stopped %.1f s after node 1 was killed" % took)
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("ip"), "network namespaces need root and iproute2")
+    def test_a_link_that_goes_down_stops_both_nodes_by_heartbeat(self):
+        # Each node in a network namespace of its own, joined by a veth pair: the traffic stays in
+        # namespaces this test made, and the link can go down without a reset reaching anyone.
+        tag = "gh%d" % os.getpid()
+        spaces = [tag + "n0", tag + "n1"]
+        addresses = ["10.231.%d.1" % (os.getpid() % 250), "10.231.%d.2" % (os.getpid() % 250)]
+        for space in spaces:
+            subprocess.run(["ip", "netns", "add", space], check=True)
+            self.addCleanup(subprocess.run, ["ip", "netns", "del", space])
+        subprocess.run(["ip", "link", "add", tag + "v0", "netns", spaces[0], "type", "veth", "peer", "name", tag + "v1",
+                        "netns", spaces[1]], check=True)
+        for i, space in enumerate(spaces):
+            subprocess.run(["ip", "-n", space, "addr", "add", addresses[i] + "/24", "dev", tag + "v%d" % i], check=True)
+            subprocess.run(["ip", "-n", space, "link", "set", tag + "v%d" % i, "up"], check=True)
+            subprocess.run(["ip", "-n", space, "link", "set", "lo", "up"], check=True)
+        zero = Node(self, "link", 0, netns=spaces[0], master=addresses[0])
+        one = Node(self, "link", 1, shared_ck=zero.ck, netns=spaces[1], master=addresses[0])
+        token = {"GPUHOST_PEER_TOKEN": "t-%d" % os.getpid()}
+        port = 29600 + os.getpid() % 200
+        # Gloo would otherwise take the address the host name resolves to (127.0.0.1 here), as
+        # on real multi-homed nodes; the interface is the user's setting, not gpuhost's.
+        envs = [dict(token, GLOO_SOCKET_IFNAME=tag + "v%d" % i) for i in (0, 1)]
+        procs = [node.start([], node.torchrun(port, self.STEPS, 100, 0.01), env=env) for node, env in zip((zero, one), envs)]
+        wait_until(self, lambda: zero.records("global_commit") and "step 250 " in zero.stdout_log(),
+                   "a step committed on both nodes", procs)
+        subprocess.run(["ip", "-n", spaces[0], "link", "set", tag + "v0", "down"], check=True)
+        down = time.monotonic()
+        for proc in procs:
+            proc.wait(timeout=90)
+        took = time.monotonic() - down
+        for node, proc in zip((zero, one), procs):
+            self.assertEqual(proc.returncode, 75, node.stderr_of(node.runs) + node.summary())
+            stopped = node.records("supervisor_stopped")[-1]
+            self.assertEqual(stopped["outcome"], "peer_lost", node.summary())
+            self.assertIn("no heartbeat", node.records("peer_lost")[0]["reason"], node.summary())
+        self.assertLess(took, 30, "the nodes stopped %.1f s after the link went down" % took)
+        print("both nodes stopped %.1f s after the link went down" % took)
+        subprocess.run(["ip", "-n", spaces[0], "link", "set", tag + "v0", "up"], check=True)
+        on_disk = max(int(name[5:11]) for name in os.listdir(zero.ck) if name.startswith("ckpt-"))
+        procs = [node.start([], node.torchrun(port, self.STEPS, 0, 0), env=env) for node, env in zip((zero, one), envs)]
+        for proc in procs:
+            proc.wait(timeout=300)
+        for node, proc in zip((zero, one), procs):
+            self.assertEqual(proc.returncode, 0, node.stderr_of(node.runs) + node.summary())
+            self.assertEqual(node.records("resume_agreed")[-1]["step"], on_disk)
+        with open(zero.final, "rb") as f:
+            self.assertEqual(f.read(), reference("torchrun", self.STEPS))
+
+    def test_a_network_leader_without_a_token_is_refused_before_anything_exists(self):
+        node = Node(self, "token", 1)
+        proc = node.run([], [TORCHRUN, "--nnodes=2", "--node_rank=1", "--master_addr", "10.0.0.5", DDP_TRAINER])
+        self.assert_exit(proc, 2)
+        self.assertIn("GPUHOST_PEER_TOKEN", proc.stderr)
+        self.assertFalse(os.path.exists(node.job_dir), "nothing is created for a refused command")
+
+
+if __name__ == "__main__":
+    unittest.main()
