@@ -161,6 +161,7 @@ Several nodes (one gpuhost per node, as the engine's task):
   they agree on the newest step every node committed and all resume from it; a node that
   dies or goes silent (10 s without a heartbeat) gets the others' trainers stopped at once
   instead of after torchrun's minutes, and they exit 75 for the engine to restart the gang.
+  Under Slurm node 0 then runs scontrol requeue (examples/slurm/train.sbatch).
   Windows: one node only (several GPUs with gloo); multi-node torch does not run on native
   Windows, so such a command is refused (use Linux or WSL2). doc/run-multinode.md.
   --peer-port N          node 0's port for the other nodes (else GPUHOST_PEER_PORT, else the

@@ -1,5 +1,7 @@
 #include "supervise/job_peers.h"
 
+#include <algorithm>
+
 #include "platform/socket.h"
 
 namespace gpuhost::supervise {
@@ -78,6 +80,7 @@ std::optional<std::string> JobPeers::handle(const PeerEvent& event, std::vector<
   json::Value fields = json::Value::object();
   switch (event.kind) {
     case PeerEvent::Kind::joined:
+      m_joined.insert(event.node);
       fields["node"] = event.node;
       m_recorder.record("peer_joined", std::move(fields));
       return std::nullopt;
@@ -100,6 +103,7 @@ std::optional<std::string> JobPeers::handle(const PeerEvent& event, std::vector<
       m_recorder.record("peer_refused", std::move(fields));
       return "the leader refused this node: " + event.detail;
     case PeerEvent::Kind::lost: {
+      m_departed.insert(event.node);
       fields["node"] = event.node;
       fields["reason"] = event.detail;
       fields["outcome"] = event.outcome;
@@ -173,6 +177,19 @@ std::optional<std::string> JobPeers::wait_for_break(std::chrono::milliseconds ti
     const auto now = SteadyClock::now();
     if (now >= until) return std::nullopt;
     (void)m_channel->wait_for_event(std::chrono::duration_cast<milliseconds>(until - now));
+  }
+}
+
+void JobPeers::wait_for_peers_to_end(std::chrono::milliseconds timeout) {
+  if (!leader()) return;
+  const auto until = SteadyClock::now() + timeout;
+  std::vector<PreemptionNotice> ignored;
+  for (;;) {
+    for (const PeerEvent& event : m_channel->take_events()) (void)handle(event, ignored);
+    if (std::includes(m_departed.begin(), m_departed.end(), m_joined.begin(), m_joined.end())) return;
+    const auto now = SteadyClock::now();
+    if (now >= until) return;
+    (void)m_channel->wait_for_event(std::min(milliseconds(200), std::chrono::duration_cast<milliseconds>(until - now)));
   }
 }
 

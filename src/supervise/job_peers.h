@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,10 @@ class JobPeers {
   // trainer whose peer vanished usually fails on its collective before the heartbeat misses).
   [[nodiscard]] std::optional<std::string> wait_for_break(std::chrono::milliseconds timeout);
 
+  // Node 0 at its end: waits up to `timeout` until every node that joined has ended or is lost,
+  // so what it does last (a Slurm requeue ends the whole job) cannot cut a peer's own end short.
+  void wait_for_peers_to_end(std::chrono::milliseconds timeout);
+
   // The orderly end: peers learn `outcome` (outcome_name()).
   void end(const std::string& outcome);
 
@@ -95,6 +100,8 @@ class JobPeers {
   std::optional<std::string> m_broken;
   bool m_broken_reported = false;
   std::vector<PreemptionNotice> m_early_notices;  // came while agree() waited
+  std::set<int> m_joined;    // nodes that said hello (node 0) / node 0 (the others)
+  std::set<int> m_departed;  // nodes that ended or were lost
 };
 
 }  // namespace gpuhost::supervise

@@ -380,6 +380,9 @@ void fold_record(JobState& state, const JournalRecord& record) {
                           (outcome.empty() ? "lost: " + f.get_string("reason") : "ended: " + outcome);
     if (outcome != "finished") state.peer_lost = summary;
     add_event(state, record, std::move(summary));
+  } else if (type == "engine_requeue") {
+    add_event(state, record, f.get_bool("requeued") ? std::string("the engine was asked to requeue the job (scontrol requeue)")
+                                                    : "requeue failed: " + f.get_string("output"));
   } else if (type == "peer_refused") {
     add_event(state, record, "refused by node 0: " + f.get_string("reason"));
   } else if (type == "watcher_trouble") {

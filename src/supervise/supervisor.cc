@@ -110,7 +110,40 @@ std::optional<StopReason> Supervisor::wait_between_attempts(milliseconds delay) 
   }
 }
 
+// Slurm ends a job whose steps exit by themselves after a preemption signal as COMPLETED, never
+// requeued (research/06 §4.2 ★): node 0 asks for the requeue itself, once its checkpoint is in
+// and the other nodes have ended (a requeue kills what still runs of the job),
+// as Lightning's SLURMEnvironment(auto_requeue=True) does. The batch script then starts again
+// from its beginning with SLURM_RESTART_COUNT one higher (sbatch --requeue; a job submitted with
+// --no-requeue is refused, and the refusal is journalled).
+void Supervisor::request_engine_requeue() {
+  const Topology& t = m_options.topology;
+  if (t.engine != "slurm" || t.job_key.empty()) return;
+  if (t.multi_node() && t.node_rank.value_or(-1) != 0) return;
+  platform::ProcessOptions options;
+  options.argv = {"scontrol", "requeue", t.job_key};
+  options.timeout = std::chrono::seconds(30);
+  auto ran = platform::run_process(options);
+  json::Value fields = json::Value::object();
+  fields["command"] = string_array(options.argv);
+  std::string said;
+  if (!ran) {
+    said = ran.error().message;
+  } else {
+    said = std::string(trim(ran->stderr_text + ran->stdout_text));
+    fields["exit_code"] = ran->exit_code;
+  }
+  const bool requeued = ran && ran->succeeded();
+  fields["requeued"] = requeued;
+  fields["output"] = said;
+  record("engine_requeue", std::move(fields));
+  message(requeued ? "Slurm job " + t.job_key + " requeued (scontrol requeue): it resumes when Slurm starts it again"
+                   : "Slurm job " + t.job_key + " NOT requeued: scontrol requeue said: " + (said.empty() ? "nothing" : said) +
+                         " (submit with sbatch --requeue)");
+}
+
 SupervisorResult Supervisor::finish(Outcome outcome, std::string reason) {
+
   if (m_mirror) {
     if (outcome == Outcome::preempted) {
       if (m_response.acted_on()) m_mirror->wait_for_newest(m_response.acted_on()->deadline);
@@ -143,7 +176,8 @@ SupervisorResult Supervisor::finish(Outcome outcome, std::string reason) {
     }
   }
   m_ledger.delete_retired(true);  // no upload holds the files retention retired any more
-  if (m_peers) m_peers->end(outcome_name(outcome));
+  const bool requeue = outcome == Outcome::preempted || outcome == Outcome::peer_lost;
+  if (m_peers && requeue) m_peers->wait_for_peers_to_end(std::chrono::seconds(30));
   platform::ResourceUsage self = platform::self_resource_usage();
   json::Value fields = json::Value::object();
   fields["outcome"] = outcome_name(outcome);
@@ -153,6 +187,10 @@ SupervisorResult Supervisor::finish(Outcome outcome, std::string reason) {
   fields["child_cpu_ms"] = m_child_cpu.count() / 1000;
   fields["child_peak_rss_bytes"] = m_child_peak_rss;
   record("supervisor_stopped", std::move(fields));
+  // The peers learn of the end once it is journalled: node 0 may requeue the job when they have.
+  if (m_peers) m_peers->end(outcome_name(outcome));
+  // Last: a requeue ends this Slurm job (and this process) at once.
+  if (requeue) request_engine_requeue();
   platform::notify_shutdown_complete();
   SupervisorResult result;
   result.outcome = outcome;

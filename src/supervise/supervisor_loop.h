@@ -89,6 +89,8 @@ class Supervisor {
   void pump_peers(platform::ChildProcess& child);
   Result<std::optional<SupervisorResult>> join_peers(ResumePoint& resume);
   SupervisorResult finish(Outcome outcome, std::string reason);
+  // Under Slurm, node 0 of a preempted job requeues it (journalled as engine_requeue).
+  void request_engine_requeue();
 
   const SupervisorOptions& m_options;
   JobSpec m_spec;
