@@ -79,6 +79,11 @@ On a notice:
                          torchrun, whose agent stops its workers within 30 s)
   --safety-margin SECONDS
                          stop waiting for the save this long before the deadline (default 5)
+  --signal-deadline SECONDS
+                         how long the engine waits after SIGTERM/SIGUSR1/SIGHUP before it
+                         kills (else GPUHOST_SIGNAL_DEADLINE; default 30, Kubernetes'
+                         terminationGracePeriodSeconds and Slurm's KillWait); a start-up
+                         warning says when the last save took longer
   --cloud auto|none|aws|azure|gcp|alibaba|tencent|volcengine
                          whose metadata service to watch (default auto: from the host's
                          DMI data; none on other hosts)
@@ -203,6 +208,7 @@ constexpr FlagSpec k_run_flags[] = {
     {"--encryption-key-file", true}, {"--dashboard", true}, {"--dashboard-token-file", true},
     {"--fresh", false},        {"--remote-optional", false}, {"--final-upload-timeout", true},
     {"--peer-port", true},     {"--peer-token-file", true}, {"--no-peers", false},
+    {"--signal-deadline", true},
 };
 
 constexpr std::string_view k_default_dashboard = "127.0.0.1:9809";
@@ -439,6 +445,15 @@ Result<RunOptions> parse_run_options(const ParsedArgs& p, std::vector<std::strin
     return std::unexpected(usage(std::string(options.remote_optional ? "--remote-optional" : "--final-upload-timeout") +
                                  " needs --remote URL"));
   options.supervisor.peers = GPUHOST_TRY(parse_peer_settings(p));
+  if (p.has("--signal-deadline")) {
+    options.supervisor.signal_deadline = GPUHOST_TRY(duration_flag(p, "--signal-deadline"));
+  } else if (auto env = platform::get_env("GPUHOST_SIGNAL_DEADLINE")) {
+    auto parsed = supervise::parse_duration(*env);
+    if (!parsed) return std::unexpected(usage("GPUHOST_SIGNAL_DEADLINE: " + parsed.error().message));
+    options.supervisor.signal_deadline = *parsed;
+  }
+  if (options.supervisor.signal_deadline.count() <= 0)
+    return std::unexpected(usage("--signal-deadline must be more than 0 s"));
   if (p.has("--dashboard")) options.dashboard = GPUHOST_TRY(parse_dashboard(p));
   else if (p.has("--dashboard-token-file")) return std::unexpected(usage("--dashboard-token-file needs --dashboard"));
   if (spec.command.empty()) return std::unexpected(usage("no training command: put it after --, e.g. gpuhost run --checkpoints out -- python train.py"));

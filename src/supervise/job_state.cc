@@ -323,6 +323,7 @@ void fold_record(JobState& state, const JournalRecord& record) {
   } else if (type == "save_requested") {
     add_event(state, record, save_request_summary(f));
   } else if (type == "save_completed") {
+    state.last_save_ms = f.get_int("duration_ms");
     std::string summary = "save completed in " + duration_text(f.get_int("duration_ms"));
     if (std::string id = f.get_string("id"); !id.empty()) summary += " (" + id + ")";
     add_event(state, record, std::move(summary));
@@ -380,6 +381,12 @@ void fold_record(JobState& state, const JournalRecord& record) {
                           (outcome.empty() ? "lost: " + f.get_string("reason") : "ended: " + outcome);
     if (outcome != "finished") state.peer_lost = summary;
     add_event(state, record, std::move(summary));
+  } else if (type == "grace_too_short") {
+    add_event(state, record,
+              "the last save took " + duration_text(f.get_int("last_save_ms")) + ", more than a signal's " +
+                  duration_text(f.get_int("signal_deadline_ms")) + " less the " + duration_text(f.get_int("safety_margin_ms")) +
+                  " margin: raise the engine's grace (Kubernetes terminationGracePeriodSeconds, Slurm GraceTime) and "
+                  "--signal-deadline, or save more often");
   } else if (type == "engine_requeue") {
     add_event(state, record, f.get_bool("requeued") ? std::string("the engine was asked to requeue the job (scontrol requeue)")
                                                     : "requeue failed: " + f.get_string("output"));

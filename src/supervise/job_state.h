@@ -100,6 +100,7 @@ struct JobState {
   std::optional<long> supervisor_pid;  // of the last supervisor_started without a matching stop
   std::string run_token;               // of the last child_started (kill leftovers by it)
   std::optional<std::int64_t> last_step;  // newest step the journal saw (progress or checkpoint)
+  std::optional<std::int64_t> last_save_ms;  // the newest save_completed: notice to committed
   std::vector<JobEvent> events;
   std::optional<std::string> last_exit;  // describe() of the last child exit
   bool mirrored = false;  // a remote mirror record was seen (the job runs with --remote)

@@ -71,6 +71,20 @@ Result<std::optional<SupervisorResult>> Supervisor::join_peers(ResumePoint& resu
   return std::optional<SupervisorResult>();
 }
 
+// A save that took longer than a signal leaves (less the safety margin) will not land in time
+// when the engine's SIGTERM comes: said at the start, while it can still be changed.
+void Supervisor::check_signal_deadline() {
+  if (!state().last_save_ms) return;
+  const milliseconds save(*state().last_save_ms);
+  const milliseconds budget = m_options.signal_deadline - m_spec.safety_margin;
+  if (save <= budget) return;
+  json::Value fields = json::Value::object();
+  fields["signal_deadline_ms"] = static_cast<std::int64_t>(m_options.signal_deadline.count());
+  fields["safety_margin_ms"] = static_cast<std::int64_t>(m_spec.safety_margin.count());
+  fields["last_save_ms"] = static_cast<std::int64_t>(save.count());
+  record("grace_too_short", std::move(fields));
+}
+
 void Supervisor::check_disk_after_failure() {
   std::error_code ec;
   fs::path where = m_spec.checkpoint_location;
@@ -258,6 +272,7 @@ Result<SupervisorResult> Supervisor::run() {
     fields["count"] = leftovers;
     record("leftovers_killed", std::move(fields));
   }
+  check_signal_deadline();
 
   platform::install_termination_handlers();
   platform::become_child_subreaper();

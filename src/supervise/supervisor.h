@@ -62,6 +62,11 @@ struct SupervisorOptions {
   Topology topology;
   // How the nodes of a multi-node topology find each other (job_peers.h).
   PeerSettings peers;
+  // How long after SIGTERM / SIGUSR1 / SIGHUP the engine kills: Kubernetes'
+  // terminationGracePeriodSeconds and Slurm's KillWait both default to 30 s; a partition's
+  // GraceTime or a pod's own setting is the user's to give (--signal-deadline). The deadline of a
+  // signal's notice, and a start-up warning when the last save took longer.
+  std::chrono::milliseconds signal_deadline{std::chrono::seconds(30)};
 };
 
 struct SupervisorResult {

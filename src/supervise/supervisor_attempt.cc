@@ -175,7 +175,7 @@ Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProces
       PreemptionNotice notice;
       notice.source = NoticeSource::signal;
       notice.detail = platform::termination_request_name(*request);
-      notice.deadline = SystemClock::now() + default_lead_time(NoticeSource::signal);
+      notice.deadline = SystemClock::now() + m_options.signal_deadline;
       local_notice(child, notice,
                    *request == platform::TerminationRequest::interrupt ? StopReason::user_stop : StopReason::preemption);
     }

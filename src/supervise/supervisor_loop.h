@@ -83,6 +83,7 @@ class Supervisor {
   Result<AttemptEnd> supervise_child(platform::ChildProcess& child, const ResumePoint& resume);
 
   void check_disk_after_failure();
+  void check_signal_deadline();
   std::optional<StopReason> wait_between_attempts(milliseconds delay);
   // A notice of this node: acted on here, and sent to the other nodes of a multi-node job.
   void local_notice(platform::ChildProcess& child, const PreemptionNotice& notice, StopReason cause);
