@@ -252,6 +252,16 @@ struct RunOptions {
   std::optional<DashboardSpec> dashboard;
 };
 
+// A token file's first line, trimmed. not_found when it cannot be read, a usage error when empty.
+Result<std::string> read_token_file(std::string_view flag, const std::string& path) {
+  auto text = platform::read_file(path);
+  if (!text) return std::unexpected(Error{ErrorCode::not_found, "cannot read " + std::string(flag) + ": " + text.error().message});
+  auto lines = split_lines(*text);
+  std::string token = lines.empty() ? "" : std::string(trim(lines[0]));
+  if (token.empty()) return std::unexpected(usage(std::string(flag) + " " + path + " is empty"));
+  return token;
+}
+
 // "HOST:PORT", "[::1]:PORT", ":PORT" (loopback) or "HOST" (port 9809).
 Result<DashboardSpec> parse_dashboard(const ParsedArgs& p) {
   std::string text = *p.value("--dashboard");
@@ -277,13 +287,7 @@ Result<DashboardSpec> parse_dashboard(const ParsedArgs& p) {
   if (!port || *port < 0 || *port > 65535)
     return std::unexpected(usage("--dashboard: port must be 0..65535, got '" + port_text + "'"));
   spec.port = static_cast<std::uint16_t>(*port);
-  if (auto file = p.value("--dashboard-token-file")) {
-    auto text_read = platform::read_file(*file);
-    if (!text_read) return std::unexpected(Error{ErrorCode::not_found, "cannot read --dashboard-token-file: " + text_read.error().message});
-    auto lines = split_lines(*text_read);
-    spec.token = lines.empty() ? "" : std::string(trim(lines[0]));
-    if (spec.token.empty()) return std::unexpected(usage("--dashboard-token-file " + *file + " is empty"));
-  }
+  if (auto file = p.value("--dashboard-token-file")) spec.token = GPUHOST_TRY(read_token_file("--dashboard-token-file", *file));
   if (!platform::is_loopback_address(spec.host) && spec.token.empty())
     return std::unexpected(usage("--dashboard=" + text + " would show the job to the network without authentication; "
                                  "give --dashboard-token-file FILE, or use a loopback address and an SSH tunnel"));
@@ -307,11 +311,7 @@ Result<supervise::PeerSettings> parse_peer_settings(const ParsedArgs& p) {
     peers.port = static_cast<std::uint16_t>(*port);
   }
   if (auto file = p.value("--peer-token-file")) {
-    auto text = platform::read_file(*file);
-    if (!text) return std::unexpected(Error{ErrorCode::not_found, "cannot read --peer-token-file: " + text.error().message});
-    auto lines = split_lines(*text);
-    peers.token = lines.empty() ? "" : std::string(trim(lines[0]));
-    if (peers.token.empty()) return std::unexpected(usage("--peer-token-file " + *file + " is empty"));
+    peers.token = GPUHOST_TRY(read_token_file("--peer-token-file", *file));
   } else if (auto token = platform::get_env("GPUHOST_PEER_TOKEN")) {
     peers.token = std::string(trim(*token));
   }

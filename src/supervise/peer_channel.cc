@@ -253,22 +253,25 @@ void PeerChannel::send_notice(const PreemptionNotice& notice) {
   broadcast(line);
 }
 
+void PeerChannel::node_committed(int node, std::int64_t step) {
+  std::optional<std::int64_t> global;
+  {
+    std::lock_guard lock(m_impl->mutex);
+    global = m_impl->ledger.committed(node, step);
+  }
+  if (!global) return;
+  json::Value fields = json::Value::object();
+  fields["step"] = *global;
+  broadcast(encode_peer_message("global", std::move(fields)));
+  PeerEvent event;
+  event.kind = PeerEvent::Kind::global;
+  event.step = global;
+  push(std::move(event));
+}
+
 void PeerChannel::send_committed(std::int64_t step) {
   if (leader()) {
-    std::optional<std::int64_t> global;
-    {
-      std::lock_guard lock(m_impl->mutex);
-      global = m_impl->ledger.committed(0, step);
-    }
-    if (global) {
-      json::Value fields = json::Value::object();
-      fields["step"] = *global;
-      broadcast(encode_peer_message("global", std::move(fields)));
-      PeerEvent event;
-      event.kind = PeerEvent::Kind::global;
-      event.step = global;
-      push(std::move(event));
-    }
+    node_committed(0, step);
     return;
   }
   json::Value fields = json::Value::object();
@@ -407,21 +410,7 @@ bool PeerChannel::leader_handle(Connection& connection, const PeerMessage& messa
     push(std::move(event));
   } else if (message.type == "committed") {
     auto step = step_of(body);
-    if (!step) return true;
-    std::optional<std::int64_t> global;
-    {
-      std::lock_guard lock(m_impl->mutex);
-      global = m_impl->ledger.committed(connection.node, *step);
-    }
-    if (global) {
-      json::Value fields = json::Value::object();
-      fields["step"] = *global;
-      broadcast(encode_peer_message("global", std::move(fields)));
-      PeerEvent event;
-      event.kind = PeerEvent::Kind::global;
-      event.step = global;
-      push(std::move(event));
-    }
+    if (step) node_committed(connection.node, *step);
   } else if (message.type == "bye") {
     connection.said_bye = true;
     connection.bye_outcome = body.get_string("outcome");

@@ -89,6 +89,8 @@ class PeerChannel {
   // Sends `line` to every follower except `except` (leader), or to the leader (follower).
   void broadcast(const std::string& line, int except = -1);
   void follower_lost(Connection& connection, const std::string& why);
+  // Leader: node `node` committed `step`; a global commit is told to everyone.
+  void node_committed(int node, std::int64_t step);
 
   struct Impl;
   PeerChannelOptions m_options;
