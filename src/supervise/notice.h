@@ -39,6 +39,10 @@ struct PreemptionNotice {
   // Azure EventId of a Preempt/Terminate event, to acknowledge; empty elsewhere (also for Azure
   // advisories: acknowledging a Reboot/Redeploy would start it early).
   std::string event_id;
+  // When the notice was first seen, if not just now: a peer's notice carries the moment the node
+  // that got it saw it, so a checkpoint the ranks wrote for it before the relay arrived still
+  // counts as the save (the ranks agree on one save step; a second request would make another).
+  std::optional<std::chrono::system_clock::time_point> noticed;
 };
 
 // Parsers of the exact bodies each cloud returns (research/02 §1.1), pure and unit-tested.

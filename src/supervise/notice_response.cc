@@ -41,12 +41,20 @@ void NoticeResponse::begin_attempt(SystemClock::time_point started) {
   m_pending = {};
   m_saved_id.clear();
   m_checkpoint_writes.assign(1, started);
+  m_last_commit.reset();
 }
 
 void NoticeResponse::tick(platform::ChildProcess& child) { apply(child, m_stop.tick(SteadyClock::now())); }
 
 void NoticeResponse::committed(const CommittedCheckpoint& checkpoint, SystemClock::time_point written) {
-  if (!m_checkpoint_writes.empty() && written >= m_checkpoint_writes.front()) m_checkpoint_writes.push_back(written);
+  if (!m_checkpoint_writes.empty() && written >= m_checkpoint_writes.front()) {
+    m_checkpoint_writes.push_back(written);
+    m_last_commit.emplace(checkpoint, written);
+  }
+  recognise_save(checkpoint, written);
+}
+
+void NoticeResponse::recognise_save(const CommittedCheckpoint& checkpoint, SystemClock::time_point written) {
   const auto received = m_stop.received();
   StopActions actions = m_stop.checkpoint_committed(written, SteadyClock::now());
   if (actions.save_completed) {
@@ -199,7 +207,8 @@ void NoticeResponse::notice(platform::ChildProcess& child, const PreemptionNotic
   m_context.recorder.record("notice", std::move(fields));
 
   const auto now = SteadyClock::now();
-  const auto now_wall = SystemClock::now();
+  // A peer's notice counts from when its node saw it (never from the future: clocks differ).
+  const auto now_wall = notice.noticed ? std::min(SystemClock::now(), *notice.noticed) : SystemClock::now();
   StopController::Notice input;
   input.cause = reason;
   input.advisory = notice.kind == NoticeKind::advisory;
@@ -218,6 +227,15 @@ void NoticeResponse::notice(platform::ChildProcess& child, const PreemptionNotic
   m_stop.set_launcher(tree.launcher);
   StopActions actions = m_stop.notice(input, m_context.spec.save_request != JobSpec::SaveRequest::none);
   if (actions.kill && reason == StopCause::user_stop) m_context.recorder.message("second interrupt: killing the trainer now");
+  // A checkpoint this attempt already committed that was written after the notice was first
+  // seen (the ranks saved for another node's notice before it reached this one) is the save.
+  if (m_last_commit && m_stop.phase() == StopController::Phase::saving) {
+    const CommittedCheckpoint checkpoint = m_last_commit->first;
+    recognise_save(checkpoint, m_last_commit->second);
+    merge(actions, m_pending);
+    m_pending = {};
+    if (m_stop.phase() != StopController::Phase::saving) actions.request_save = false;
+  }
   if (actions.request_save) request_save(child, members);
   apply(child, actions);
 }

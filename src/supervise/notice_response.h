@@ -61,6 +61,8 @@ class NoticeResponse {
 
  private:
   void request_save(platform::ChildProcess& child, const Result<std::vector<platform::TreeMember>>& members);
+  // Whether the checkpoint committed is the save the notice asked for: journals it and queues the stop.
+  void recognise_save(const CommittedCheckpoint& checkpoint, std::chrono::system_clock::time_point written);
   void apply(platform::ChildProcess& child, StopActions actions);
   [[nodiscard]] std::optional<std::int64_t> newest_reported_step() const;
   [[nodiscard]] std::optional<std::int64_t> newest_checkpoint_step() const;
@@ -75,6 +77,8 @@ class NoticeResponse {
   // rhythm (the start stands in for a first save, so one checkpoint already gives an estimate,
   // a cautious one: it includes the start-up).
   std::vector<std::chrono::system_clock::time_point> m_checkpoint_writes;
+  // The newest checkpoint this attempt committed, and when it was written.
+  std::optional<std::pair<CommittedCheckpoint, std::chrono::system_clock::time_point>> m_last_commit;
 };
 
 }  // namespace gpuhost::supervise

@@ -58,6 +58,9 @@ json::Value notice_to_peer_fields(const PreemptionNotice& notice, int origin) {
   fields["deadline_ms"] = static_cast<std::int64_t>(
       std::chrono::duration_cast<milliseconds>(notice.deadline.time_since_epoch()).count());
   fields["detail"] = notice.detail;
+  const auto noticed = notice.noticed.value_or(std::chrono::system_clock::now());
+  fields["noticed_ms"] = static_cast<std::int64_t>(
+      std::chrono::duration_cast<milliseconds>(noticed.time_since_epoch()).count());
   return fields;
 }
 
@@ -71,6 +74,8 @@ std::optional<PreemptionNotice> notice_from_peer_message(const json::Value& body
   notice.source = NoticeSource::peer;
   notice.kind = kind == "advisory" ? NoticeKind::advisory : NoticeKind::preemption;
   notice.deadline = std::chrono::system_clock::time_point(milliseconds(deadline->as_int()));
+  if (const json::Value* noticed = body.find("noticed_ms"); noticed && noticed->is_integer())
+    notice.noticed = std::chrono::system_clock::time_point(milliseconds(noticed->as_int()));
   std::string detail = body.get_string("detail");
   notice.detail = "node " + std::to_string(origin->as_int()) + ": " + body.get_string("source", "?") +
                   (detail.empty() ? std::string() : " " + detail);

@@ -80,12 +80,15 @@ TEST(PeerChannel, NodesAgreeOnTheNewestCommonStepAndShareNotices) {
   notice.source = NoticeSource::aws;
   notice.deadline = std::chrono::system_clock::time_point(std::chrono::milliseconds(1'900'000'000'123));
   notice.detail = "spot/instance-action terminate";
+  notice.noticed = std::chrono::system_clock::time_point(std::chrono::milliseconds(1'899'999'880'000));
   follower->send_notice(notice);
   auto got = on_leader.wait(PeerEvent::Kind::notice, 1);
   ASSERT_TRUE(got);
   EXPECT_EQ(got->notice.source, NoticeSource::peer);
   EXPECT_EQ(got->notice.deadline, notice.deadline);
   EXPECT_EQ(got->notice.detail, "node 1: aws spot/instance-action terminate");
+  // When node 1 saw it: a checkpoint its ranks wrote since then is node 0's save too.
+  EXPECT_EQ(got->notice.noticed, notice.noticed);
 
   // And one on node 0 reaches node 1.
   leader->send_notice(notice);

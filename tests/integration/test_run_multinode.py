@@ -140,8 +140,13 @@ class TwoNodes(RunTestCase):
             self.assertEqual(node.records("supervisor_stopped")[-1]["outcome"], "preempted")
         self.assertEqual(saved[0]["path"], saved[1]["path"], "both nodes saved the same checkpoint")
         self.assertEqual(saved[0]["step"], saved[1]["step"])
-        self.assertEqual(zero.stdout_log().count("save requested at step"), 1)
-        self.assertEqual(self.rerun_both(zero, one), saved[0]["step"])
+        # The ranks may save once more for the second node's request (the trainer's flag is set
+        # again); the rerun takes the newest step both nodes have, in this shared folder the newest
+        # checkpoint there, never an older one.
+        on_disk = max(int(name[5:11]) for name in os.listdir(zero.ck) if name.startswith("ckpt-"))
+        agreed = self.rerun_both(zero, one)
+        self.assertGreaterEqual(agreed, saved[0]["step"])
+        self.assertEqual(agreed, on_disk)
 
     def test_a_node_that_dies_stops_the_other_promptly(self):
         zero, one = self.nodes("loss")
