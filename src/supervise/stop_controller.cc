@@ -162,6 +162,9 @@ StopActions StopController::notice(const Notice& notice, bool save_requested) {
   m_deadline = std::min(*m_deadline, notice.deadline);
   if (m_phase == Phase::saving) {
     m_save_deadline = std::min(*m_save_deadline, save_deadline);
+    // Another node saw the same preemption earlier (a peer's notice carries when): the save
+    // window opens then, so the checkpoint the ranks wrote for that node's request counts here.
+    if (m_received_wall && notice.now_wall < *m_received_wall) m_received_wall = notice.now_wall;
     if (m_advisory && !notice.advisory) {
       m_advisory = false;  // the save already asked for now ends in a stop
       m_cause = notice.cause;

@@ -102,7 +102,8 @@ class StopController {
 
   explicit StopController(StopTiming timing) : m_timing(timing), m_grace(timing.stop_grace) {}
 
-  // A notice arrives. `save_requested`: false when nothing can be asked of the trainer
+  // A notice arrives (`now_wall`: when it was first seen, on another node for a relayed one; an
+  // earlier one opens the save window there). `save_requested`: false when nothing can be asked of the trainer
   // (--save-request none): it is then stopped at once, with the tree killed at the deadline
   // less the margin. Returns what to do now. A later notice only brings the deadline forward; a
   // preemption arriving during an advisory's save turns it into a stop. A second Ctrl-C

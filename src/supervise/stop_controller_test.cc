@@ -116,6 +116,19 @@ TEST(StopController, ACheckpointWrittenBeforeTheNoticeIsNotTheSave) {
   EXPECT_TRUE(a.save_completed);
 }
 
+// Node 1 saw the preemption at 10 s, this node at 10.5 s (its own signal), then node 1's relayed
+// notice arrives: the ranks' checkpoint written at 10.2 s for node 1's request is the save here too.
+TEST(StopController, AnEarlierNoticeFromAnotherNodeOpensTheSaveWindowThere) {
+  StopController c(timing());
+  (void)c.notice(preemption(30s, 10500ms), true);
+  EXPECT_FALSE(c.checkpoint_committed(k_w0 + 10200ms, k_t0 + 10600ms).save_completed);
+  StopController::Notice relayed = preemption(30s, 10700ms);
+  relayed.now_wall = k_w0 + 10s;  // when node 1 saw it
+  (void)c.notice(relayed, true);
+  EXPECT_EQ(c.received_wall(), k_w0 + 10s);
+  EXPECT_TRUE(c.checkpoint_committed(k_w0 + 10200ms, k_t0 + 10800ms).save_completed);
+}
+
 // A file system with whole-second times (FAT, some shares) stamps a write 0.5 s after the
 // notice with the second before it.
 TEST(StopController, WholeSecondTimesGetTheCoarseSlack) {
