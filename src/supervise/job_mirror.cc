@@ -21,12 +21,26 @@ using SystemClock = std::chrono::system_clock;
 using SteadyClock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-JobMirror::JobMirror(JobRecorder& recorder, const JobSpec& spec, const JobPaths& paths, std::unique_ptr<Mirror> mirror)
-    : m_recorder(recorder), m_spec(spec), m_paths(paths), m_mirror(std::move(mirror)) {}
+JobMirror::JobMirror(JobRecorder& recorder, const JobSpec& spec, const JobPaths& paths, std::string scope,
+                     std::unique_ptr<Mirror> mirror)
+    : m_recorder(recorder), m_spec(spec), m_paths(paths), m_scope(std::move(scope)), m_mirror(std::move(mirror)) {}
 
-Result<std::unique_ptr<JobMirror>> JobMirror::start(JobRecorder& recorder, const JobSpec& spec, const JobPaths& paths) {
+std::string node_mirror_scope(const std::string& job, int node) { return job + "/node-" + std::to_string(node); }
+
+Result<std::vector<std::int64_t>> durable_remote_steps(const JobSpec& spec, const std::string& scope) {
+  RemoteSettings settings = GPUHOST_TRY(load_remote_settings(spec));
+  const crypt::EncryptionKey* key = settings.key ? &*settings.key : nullptr;
+  auto entries = GPUHOST_TRY(list_remote_checkpoints(*settings.store, scope, key));
+  std::vector<std::int64_t> steps;
+  for (const RemoteEntry& entry : entries)
+    if (entry.manifest && entry.manifest->step) steps.push_back(*entry.manifest->step);
+  return steps;
+}
+
+Result<std::unique_ptr<JobMirror>> JobMirror::start(JobRecorder& recorder, const JobSpec& spec, const JobPaths& paths,
+                                                    std::string scope) {
   MirrorOptions options;
-  options.job = spec.name;
+  options.job = scope;
   RemoteSettings settings = GPUHOST_TRY(load_remote_settings(spec));
   options.store = std::move(settings.store);
   // Tuning for tests and slow links: objects above this many MiB go in parts of this size
@@ -47,10 +61,10 @@ Result<std::unique_ptr<JobMirror>> JobMirror::start(JobRecorder& recorder, const
   std::set<std::string> keep;
   for (const PendingUpload& upload : recorder.state().pending_uploads) keep.insert(upload.upload_id);
   mirror->abort_stale_uploads(std::move(keep));
-  return std::unique_ptr<JobMirror>(new JobMirror(recorder, spec, paths, std::move(mirror)));
+  return std::unique_ptr<JobMirror>(new JobMirror(recorder, spec, paths, std::move(scope), std::move(mirror)));
 }
 
-void JobMirror::restore() {
+void JobMirror::restore(std::optional<std::int64_t> exact_step) {
   // A copy: every record() changes the state.
   std::optional<CommittedCheckpoint> local;
   if (auto live = resume_candidates(m_recorder.state()); !live.empty()) local = *live.front();
@@ -62,7 +76,7 @@ void JobMirror::restore() {
     return !local->modified.empty() && manifest.created_at > local->modified;
   };
   const crypt::EncryptionKey* key = m_mirror->key();
-  auto entries = list_remote_checkpoints(m_mirror->object_store(), m_spec.name, key);
+  auto entries = list_remote_checkpoints(m_mirror->object_store(), m_scope, key);
   if (!entries) {
     m_recorder.message("listing remote checkpoints in " + m_mirror->object_store().describe() + ": " + entries.error().message);
     return;
@@ -82,7 +96,7 @@ void JobMirror::restore() {
       continue;
     }
     const CheckpointManifest& manifest = *entry.manifest;
-    if (!newer_than_local(manifest)) continue;
+    if (exact_step ? manifest.step != exact_step : !newer_than_local(manifest)) continue;
     if (std::any_of(m_recorder.state().checkpoints.begin(), m_recorder.state().checkpoints.end(),
                     [&](const CommittedCheckpoint& c) { return c.content_hash == manifest.content_hash; }))
       continue;
@@ -133,14 +147,14 @@ void JobMirror::committed(const CommittedCheckpoint& c) {
     fields["remote_id"] = restored.remote_id;
     fields["step"] = c.step ? json::Value(*c.step) : json::Value();
     fields["bytes"] = c.size_bytes;
-    fields["manifest"] = manifest_key(m_spec.name, restored.remote_id);
+    fields["manifest"] = manifest_key(m_scope, restored.remote_id);
     fields["restored"] = true;
     m_recorder.record("mirror_durable", std::move(fields));
     return;
   }
   m_queued.insert(c.id);
   PushRequest request;
-  request.job = m_spec.name;
+  request.job = m_scope;
   request.remote_id = remote_checkpoint_id(c.step, c.content_hash);
   request.checkpoint_id = c.id;
   request.source = resume_path(c);

@@ -21,10 +21,12 @@ namespace gpuhost::supervise {
 // remotely. Lives on the supervisor's thread; the Mirror's workers report through take_events().
 class JobMirror {
  public:
-  // Opens the store and the key; aborts multipart uploads that no journal record continues.
+  // Opens the store and the key; aborts multipart uploads under `scope` that no journal record
+  // continues. The scope is the key prefix of this node's copies: the job's name, or
+  // <name>/node-<K> for one node's own folder of a multi-node job (doc/run-multinode.md).
   // Errors: the URL or key cannot be used (the run has checked both before; a change since).
   [[nodiscard]] static Result<std::unique_ptr<JobMirror>> start(JobRecorder& recorder, const JobSpec& spec,
-                                                                const JobPaths& paths);
+                                                                const JobPaths& paths, std::string scope);
 
   // The newest remote checkpoint that authenticates and verifies is downloaded into the
   // checkpoint location (the next scan commits it) when nothing is committed locally, or when
@@ -33,7 +35,9 @@ class JobMirror {
   // written. Bytes this journal already knows are never fetched again and nothing local is ever
   // replaced: when no newer one can be restored (a full disk included), training resumes from
   // the local checkpoint.
-  void restore();
+  // With `exact_step`, the one checkpoint of that step is restored (the step every node of a
+  // multi-node job agreed on), newer or not; the caller asks only when none is committed here.
+  void restore(std::optional<std::int64_t> exact_step = std::nullopt);
   // Uploads a crash interrupted go on; the newest live checkpoint goes up if it is not there.
   void resume_pending();
 
@@ -61,14 +65,22 @@ class JobMirror {
   [[nodiscard]] Ending stop();
 
  private:
-  JobMirror(JobRecorder& recorder, const JobSpec& spec, const JobPaths& paths, std::unique_ptr<Mirror> mirror);
+  JobMirror(JobRecorder& recorder, const JobSpec& spec, const JobPaths& paths, std::string scope,
+            std::unique_ptr<Mirror> mirror);
 
   JobRecorder& m_recorder;
   const JobSpec& m_spec;
   JobPaths m_paths;
+  std::string m_scope;
   std::unique_ptr<Mirror> m_mirror;
   std::set<std::string> m_queued;  // checkpoint ids handed to the mirror by this run
   std::string m_last_error;
 };
+
+// The steps of the checkpoints under `scope` whose manifests authenticate, newest first: what
+// a node of a multi-node job can restore, said when it joins. Errors: the store cannot be listed.
+[[nodiscard]] Result<std::vector<std::int64_t>> durable_remote_steps(const JobSpec& spec, const std::string& scope);
+// The scope of node `node`'s copies of a node-local checkpoint folder: <job>/node-<K>.
+[[nodiscard]] std::string node_mirror_scope(const std::string& job, int node);
 
 }  // namespace gpuhost::supervise

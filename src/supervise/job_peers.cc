@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "platform/socket.h"
+#include "supervise/storage_probe.h"
 
 namespace gpuhost::supervise {
 
@@ -35,7 +36,7 @@ std::optional<std::string> peer_settings_problem(const Topology& topology, const
 }
 
 Result<std::unique_ptr<JobPeers>> JobPeers::start(JobRecorder& recorder, const Topology& topology,
-                                                  const PeerSettings& settings) {
+                                                  const PeerSettings& settings, const Joining& joining) {
   if (!topology.multi_node()) return std::unique_ptr<JobPeers>();
   auto unavailable = [&](const std::string& reason) {
     json::Value fields = json::Value::object();
@@ -61,6 +62,22 @@ Result<std::unique_ptr<JobPeers>> JobPeers::start(JobRecorder& recorder, const T
   for (const CommittedCheckpoint* c : resume_candidates(recorder.state()))
     if (c->step) options.steps.push_back(*c->step);
   const std::vector<std::int64_t> steps = options.steps;
+  options.remote_steps = joining.remote_steps;
+  std::filesystem::path probe_dir;
+  if (options.node == 0) {
+    options.job_remote_steps = joining.job_remote_steps;
+    if (!joining.probe_dir.empty())
+      options.sees_probe = [dir = joining.probe_dir](int node, const std::string& nonce) {
+        return sees_storage_probe(dir, node, nonce);
+      };
+  } else if (!joining.probe_dir.empty()) {
+    if (auto nonce = write_storage_probe(joining.probe_dir, options.node)) {
+      options.probe_nonce = *nonce;
+      probe_dir = joining.probe_dir;
+    } else {
+      recorder.message("no storage probe (node 0 takes this node's checkpoint folder for its own): " + nonce.error().message);
+    }
+  }
   auto channel = PeerChannel::start(std::move(options));
   if (!channel) return std::unexpected(channel.error());
 
@@ -72,8 +89,13 @@ Result<std::unique_ptr<JobPeers>> JobPeers::start(JobRecorder& recorder, const T
   json::Value step_list = json::Value::array();
   for (std::int64_t step : steps) step_list.push_back(step);
   fields["steps"] = std::move(step_list);
+  json::Value remote_list = json::Value::array();
+  for (std::int64_t step : joining.remote_steps) remote_list.push_back(step);
+  fields["remote_steps"] = std::move(remote_list);
   recorder.record("peers_started", std::move(fields));
-  return std::unique_ptr<JobPeers>(new JobPeers(recorder, std::move(*channel), settings.join_timeout));
+  return std::unique_ptr<JobPeers>(
+      new JobPeers(recorder, std::move(*channel), settings.join_timeout, *topology.node_rank, topology.nnodes_max,
+                   std::move(probe_dir)));
 }
 
 std::optional<std::string> JobPeers::handle(const PeerEvent& event, std::vector<PreemptionNotice>& notices) {
@@ -86,12 +108,21 @@ std::optional<std::string> JobPeers::handle(const PeerEvent& event, std::vector<
       return std::nullopt;
     case PeerEvent::Kind::agreed:
       m_agreed = event.step;
+      m_storage = event.storage;
       m_agreement_seen = true;
+      // Node 0 has looked for the probe before it agreed.
+      if (!m_probe_dir.empty()) remove_storage_probe(m_probe_dir, m_node);
       fields["step"] = optional_step(event.step);
+      fields["storage"] = storage_layout_name(event.storage);
       m_recorder.record("resume_agreed", std::move(fields));
       return std::nullopt;
     case PeerEvent::Kind::notice:
       notices.push_back(event.notice);
+      return std::nullopt;
+    case PeerEvent::Kind::committed:
+      fields["node"] = event.node;
+      fields["step"] = optional_step(event.step);
+      m_recorder.record("peer_committed", std::move(fields));
       return std::nullopt;
     case PeerEvent::Kind::global:
       fields["step"] = optional_step(event.step);
@@ -119,7 +150,9 @@ std::optional<std::string> JobPeers::handle(const PeerEvent& event, std::vector<
 }
 
 Result<JobPeers::Agreement> JobPeers::agree(const std::function<bool()>& interrupted) {
-  const auto until = SteadyClock::now() + m_join_timeout;
+  const auto began = SteadyClock::now();
+  const auto until = began + m_join_timeout;
+  auto next_report = began + std::chrono::seconds(5);
   std::vector<PreemptionNotice> early;
   for (;;) {
     for (const PeerEvent& event : m_channel->take_events()) {
@@ -130,15 +163,28 @@ Result<JobPeers::Agreement> JobPeers::agree(const std::function<bool()>& interru
     }
     if (m_agreement_seen) break;
     if (interrupted()) return Agreement{true, std::nullopt};
+    // Which node is late, now and then: the one to look at when a job does not start.
+    if (const auto now = SteadyClock::now(); now >= next_report) {
+      next_report = now + std::chrono::seconds(15);
+      if (now > began + std::chrono::seconds(5)) m_recorder.message(waiting_for());
+    }
     if (SteadyClock::now() >= until)
       return make_error(ErrorCode::timeout, "the other nodes did not join within " +
                                                 std::to_string(std::chrono::duration_cast<std::chrono::seconds>(m_join_timeout).count()) +
-                                                " s (is gpuhost run started on every node, with the same peer port?)");
+                                                " s (" + waiting_for() + "; is gpuhost run started on every node, with the same peer port?)");
     (void)m_channel->wait_for_event(milliseconds(100));
   }
   // A notice that came while waiting is acted on by the first pump (it is kept for it).
   m_early_notices = std::move(early);
-  return Agreement{false, m_agreed};
+  return Agreement{false, m_agreed, m_storage};
+}
+
+std::string JobPeers::waiting_for() const {
+  if (!leader()) return m_joined.empty() ? "waiting for node 0 to answer" : "waiting for node 0 to hear from every node";
+  std::string missing;
+  for (int node = 1; node < m_nnodes; ++node)
+    if (!m_joined.contains(node)) missing += (missing.empty() ? "" : ", ") + std::to_string(node);
+  return missing.empty() ? "every node joined" : "waiting for node " + missing + " to join";
 }
 
 void JobPeers::local_notice(const PreemptionNotice& notice) {

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -45,10 +46,18 @@ inline constexpr std::uint16_t k_default_peer_port = 29501;
 // when the gang is broken. Lives on the supervisor's thread.
 class JobPeers {
  public:
+  // What this node brings besides its committed steps: the steps durable in its remote copies
+  // and where its checkpoints live (the storage probe goes there: storage_probe.h).
+  struct Joining {
+    std::vector<std::int64_t> remote_steps;      // <job>/node-<K>/ in the store
+    std::vector<std::int64_t> job_remote_steps;  // node 0: <job>/ (a shared folder's copies)
+    std::filesystem::path probe_dir;             // empty: no probe (counts as shared)
+  };
+
   // Null when the job runs on one node, peers are off, or the node rank is unknown (journalled as
   // peers_unavailable with the reason). Errors: the leader cannot listen.
   [[nodiscard]] static Result<std::unique_ptr<JobPeers>> start(JobRecorder& recorder, const Topology& topology,
-                                                               const PeerSettings& settings);
+                                                               const PeerSettings& settings, const Joining& joining = {});
 
   // Waits until every node has joined and the leader has agreed the step all of them resume
   // from (nullopt: a fresh start everywhere). `interrupted` is asked every turn: a termination
@@ -57,6 +66,7 @@ class JobPeers {
   struct Agreement {
     bool stopped = false;
     std::optional<std::int64_t> step;
+    StorageLayout storage = StorageLayout::shared;
   };
   [[nodiscard]] Result<Agreement> agree(const std::function<bool()>& interrupted);
 
@@ -84,17 +94,30 @@ class JobPeers {
   void end(const std::string& outcome);
 
   [[nodiscard]] bool leader() const { return m_channel->leader(); }
+  [[nodiscard]] int node() const { return m_node; }
 
  private:
-  JobPeers(JobRecorder& recorder, std::unique_ptr<PeerChannel> channel, std::chrono::milliseconds join_timeout)
-      : m_recorder(recorder), m_channel(std::move(channel)), m_join_timeout(join_timeout) {}
+  JobPeers(JobRecorder& recorder, std::unique_ptr<PeerChannel> channel, std::chrono::milliseconds join_timeout, int node,
+           int nnodes, std::filesystem::path probe)
+      : m_recorder(recorder),
+        m_channel(std::move(channel)),
+        m_join_timeout(join_timeout),
+        m_node(node),
+        m_nnodes(nnodes),
+        m_probe_dir(std::move(probe)) {}
+  // Who the join waits for ("waiting for node 1, 3 to join").
+  [[nodiscard]] std::string waiting_for() const;
   // Journals one event; returns why the gang broke, for a lost peer that did not finish.
   std::optional<std::string> handle(const PeerEvent& event, std::vector<PreemptionNotice>& notices);
 
   JobRecorder& m_recorder;
   std::unique_ptr<PeerChannel> m_channel;
   std::chrono::milliseconds m_join_timeout;
+  int m_node = 0;
+  int m_nnodes = 2;
+  std::filesystem::path m_probe_dir;  // a follower's probe, removed once the agreement is here
   std::optional<std::int64_t> m_agreed;
+  StorageLayout m_storage = StorageLayout::shared;
   bool m_agreement_seen = false;
   std::optional<std::string> m_refused;
   std::optional<std::string> m_broken;

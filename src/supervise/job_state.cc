@@ -92,6 +92,14 @@ std::string save_request_summary(const json::Value& f) {
   return summary;
 }
 
+JobState::PeerNode& peer_node(JobState& state, int node) {
+  auto it = std::find_if(state.nodes.begin(), state.nodes.end(), [&](const JobState::PeerNode& n) { return n.node >= node; });
+  if (it != state.nodes.end() && it->node == node) return *it;
+  JobState::PeerNode added;
+  added.node = node;
+  return *state.nodes.insert(it, added);
+}
+
 void add_event(JobState& state, const JournalRecord& record, std::string summary) {
   state.events.push_back(JobEvent{record.time, record.type, std::move(summary)});
 }
@@ -288,6 +296,8 @@ void fold_record(JobState& state, const JournalRecord& record) {
     fold_child_exited(state, record);
   } else if (type == "checkpoint_committed") {
     fold_checkpoint_committed(state, record);
+    if (const json::Value* step = f.find("step"); state.self_node && step && step->is_integer())
+      peer_node(state, *state.self_node).step = step->as_int();
   } else if (type == "checkpoint_rejected") {
     std::string summary = "checkpoint rejected: " + f.get_string("path");
     if (std::string problem = f.get_string("problem"); !problem.empty()) summary += ": " + problem;
@@ -360,16 +370,36 @@ void fold_record(JobState& state, const JournalRecord& record) {
                   " available for " + f.get_string("path"));
   } else if (type == "peers_started") {
     state.peer_lost.clear();
+    state.nodes.clear();
+    state.self_node = static_cast<int>(f.get_int("node"));
+    peer_node(state, *state.self_node);
     add_event(state, record, "peer channel: " + f.get_string("role") + " of " + std::to_string(f.get_int("nnodes")) +
                                  " nodes at " + f.get_string("leader"));
   } else if (type == "peers_unavailable") {
     add_event(state, record, "no peer channel: " + f.get_string("reason"));
   } else if (type == "peer_joined") {
+    JobState::PeerNode& node = peer_node(state, static_cast<int>(f.get_int("node")));
+    node.state = "joined";
+    node.reason.clear();
     add_event(state, record, "node " + std::to_string(f.get_int("node")) + " joined");
   } else if (type == "resume_agreed") {
     const json::Value* step = f.find("step");
-    add_event(state, record, step && step->is_integer() ? "all nodes resume from step " + std::to_string(step->as_int())
-                                                        : "all nodes start fresh (no step committed on every node)");
+    const std::string storage = f.get_string("storage");
+    // Every node starts from the agreed step: its newest one until it commits another.
+    if (step && step->is_integer())
+      for (auto& node : state.nodes)
+        if (!node.step || *node.step < step->as_int()) node.step = step->as_int();
+    add_event(state, record,
+              (step && step->is_integer() ? "all nodes resume from step " + std::to_string(step->as_int())
+                                          : std::string("all nodes start fresh (no step committed on every node)")) +
+                  (storage == "node_local" ? " (node-local checkpoint folders)"
+                   : storage == "shared"   ? " (one shared checkpoint folder)"
+                                           : ""));
+  } else if (type == "mirror_by_leader") {
+    add_event(state, record, "not mirrored from this node: " + f.get_string("reason"));
+  } else if (type == "peer_committed") {
+    if (const json::Value* step = f.find("step"); step && step->is_integer())
+      peer_node(state, static_cast<int>(f.get_int("node"))).step = step->as_int();
   } else if (type == "global_commit") {
     if (const json::Value* step = f.find("step"); step && step->is_integer()) {
       state.global_step = step->as_int();
@@ -380,6 +410,9 @@ void fold_record(JobState& state, const JournalRecord& record) {
     std::string summary = "node " + std::to_string(f.get_int("node")) + " " +
                           (outcome.empty() ? "lost: " + f.get_string("reason") : "ended: " + outcome);
     if (outcome != "finished") state.peer_lost = summary;
+    JobState::PeerNode& node = peer_node(state, static_cast<int>(f.get_int("node")));
+    node.state = outcome.empty() ? "lost" : "ended: " + outcome;
+    node.reason = f.get_string("reason");
     add_event(state, record, std::move(summary));
   } else if (type == "grace_too_short") {
     add_event(state, record,

@@ -94,6 +94,17 @@ struct JobState {
   // and the last peer lost with why ("node 1: no heartbeat for 10.2 s").
   std::optional<std::int64_t> global_step;
   std::string peer_lost;
+  // Each node of the last run as this node saw it: on node 0 every node (peer_joined,
+  // peer_committed, peer_lost), on the others node 0 and this one. Its newest committed step
+  // and "joined", "lost", or "ended: <outcome>". `self_node`: this node's rank.
+  struct PeerNode {
+    int node = 0;
+    std::optional<std::int64_t> step;
+    std::string state = "joined";
+    std::string reason;  // lost: why
+  };
+  std::vector<PeerNode> nodes;  // by node rank
+  std::optional<int> self_node;
   int child_starts = 0;
   int restarts = 0;     // crash restarts over the whole history (restart_scheduled records)
   int preemptions = 0;  // notices acted on (notice records of kind "preemption", drills included)

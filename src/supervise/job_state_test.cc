@@ -304,6 +304,37 @@ TEST(JobState, FoldingMoreRecordsEqualsFoldingThemAll) {
   }
 }
 
+TEST(JobState, NodeZeroSeesEachNodesNewestStepAndWhichOneIsLate) {
+  History h;
+  h.add("supervisor_started", {{"pid", 10}})
+      .add("peers_started", {{"role", "leader"}, {"node", 0}, {"nnodes", 3}, {"leader", "127.0.0.1:29501"}})
+      .add("peer_joined", {{"node", 2}})
+      .add("peer_joined", {{"node", 1}})
+      .add("resume_agreed", {{"step", 100}, {"storage", "shared"}});
+  ASSERT_EQ(h.fold().nodes.size(), 3u);
+  EXPECT_EQ(h.fold().nodes[2].step, 100);  // every node starts from the agreed step
+  h.add("checkpoint_committed", {{"path", "/ck/ckpt-300.pt"}, {"step", 300}, {"content_hash", "xxh3-128:3"}})
+      .add("peer_committed", {{"node", 1}, {"step", 300}})
+      .add("peer_committed", {{"node", 2}, {"step", 200}})
+      .add("peer_lost", {{"node", 1}, {"reason", "no heartbeat for 10.2 s"}, {"outcome", ""}});
+  JobState state = h.fold();
+  ASSERT_EQ(state.nodes.size(), 3u);
+  EXPECT_EQ(state.self_node, 0);
+  EXPECT_EQ(state.nodes[0].node, 0);
+  EXPECT_EQ(state.nodes[0].step, 300);  // its own commit
+  EXPECT_EQ(state.nodes[1].node, 1);
+  EXPECT_EQ(state.nodes[1].state, "lost");
+  EXPECT_EQ(state.nodes[1].reason, "no heartbeat for 10.2 s");
+  EXPECT_EQ(state.nodes[2].step, 200);
+  EXPECT_EQ(state.nodes[2].state, "joined");
+  // The next run starts its own view.
+  h.add("peers_started", {{"role", "follower"}, {"node", 2}, {"nnodes", 3}, {"leader", "127.0.0.1:29501"}});
+  state = h.fold();
+  ASSERT_EQ(state.nodes.size(), 1u);
+  EXPECT_EQ(state.nodes[0].node, 2);
+  EXPECT_EQ(state.nodes[0].step, std::nullopt);
+}
+
 }  // namespace
 }  // namespace gpuhost::supervise
 
@@ -368,11 +399,11 @@ TEST(JobState, AMultiNodeRunShowsItsGlobalStepAndTheLostPeer) {
   // A peer that finished is no loss; the next run's channel clears the last one.
   h.add("supervisor_started", {{"pid", 11}})
       .add("peers_started", {{"role", "leader"}, {"node", 0}, {"nnodes", 2}, {"leader", "127.0.0.1:29501"}})
-      .add("resume_agreed", {{"step", 200}})
+      .add("resume_agreed", {{"step", 200}, {"storage", "node_local"}})
       .add("peer_lost", {{"node", 1}, {"reason", "it ended (finished)"}, {"outcome", "finished"}});
   state = h.fold();
   EXPECT_EQ(state.peer_lost, "");
-  EXPECT_EQ(last_event(state, "resume_agreed")->summary, "all nodes resume from step 200");
+  EXPECT_EQ(last_event(state, "resume_agreed")->summary, "all nodes resume from step 200 (node-local checkpoint folders)");
   EXPECT_EQ(last_event(state, "peer_lost")->summary, "node 1 ended: finished");
 }
 

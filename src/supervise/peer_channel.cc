@@ -33,9 +33,9 @@ json::Value steps_array(const std::vector<std::int64_t>& steps) {
   return array;
 }
 
-std::vector<std::int64_t> steps_of(const json::Value& body) {
+std::vector<std::int64_t> steps_of(const json::Value& body, const std::string& key) {
   std::vector<std::int64_t> steps;
-  const json::Value* list = body.find("steps");
+  const json::Value* list = body.find(key);
   if (!list || !list->is_array()) return steps;
   for (const auto& item : list->items())
     if (item.is_integer()) steps.push_back(item.as_int());
@@ -185,7 +185,11 @@ Result<std::unique_ptr<PeerChannel>> PeerChannel::start(PeerChannelOptions optio
                             " (another job's gpuhost or its trainer may use the port: pass --peer-port on every node)");
     channel->m_port = listener->port();
     impl.listener = std::move(*listener);
-    impl.ledger.hello(0, channel->m_options.steps);
+    NodeReport own;
+    own.steps = channel->m_options.steps;
+    own.remote_steps = channel->m_options.remote_steps;
+    own.job_remote_steps = channel->m_options.job_remote_steps;
+    impl.ledger.hello(0, std::move(own));
     impl.threads.emplace_back([raw = channel.get()] { raw->accept_loop(); });
   } else {
     channel->m_port = channel->m_options.port;
@@ -372,6 +376,13 @@ bool PeerChannel::leader_handle(Connection& connection, const PeerMessage& messa
     const std::string job = body.get_string("job");
     if (!m_options.job_key.empty() && !job.empty() && job != m_options.job_key)
       return refuse("that node belongs to job " + job + ", the leader to " + m_options.job_key);
+    NodeReport report;
+    report.steps = steps_of(body, "steps");
+    report.remote_steps = steps_of(body, "remote_steps");
+    // A follower without a probe (an older gpuhost, or one that could not write it) is taken at
+    // its word that it scanned the same folder, as before probes existed.
+    const std::string probe = body.get_string("probe");
+    if (!probe.empty() && m_options.sees_probe) report.shares_storage = m_options.sees_probe(static_cast<int>(node), probe);
     std::optional<PeerLedger::Agreement> agreement;
     std::optional<PeerLedger::Agreement> earlier;
     {
@@ -381,7 +392,7 @@ bool PeerChannel::leader_handle(Connection& connection, const PeerMessage& messa
           return refuse("node " + std::to_string(node) + " is already connected: two nodes given the same node rank?");
       connection.node = static_cast<int>(node);
       earlier = m_impl->ledger.agreed();
-      agreement = m_impl->ledger.hello(connection.node, steps_of(body));
+      agreement = m_impl->ledger.hello(connection.node, std::move(report));
     }
     (void)connection.send(encode_peer_message("welcome"));
     PeerEvent joined;
@@ -391,6 +402,7 @@ bool PeerChannel::leader_handle(Connection& connection, const PeerMessage& messa
     auto resume_line = [](const PeerLedger::Agreement& a) {
       json::Value fields = json::Value::object();
       fields["step"] = a.step ? json::Value(*a.step) : json::Value();
+      fields["storage"] = storage_layout_name(a.storage);
       return encode_peer_message("resume", std::move(fields));
     };
     if (agreement) {
@@ -398,6 +410,7 @@ bool PeerChannel::leader_handle(Connection& connection, const PeerMessage& messa
       PeerEvent agreed;
       agreed.kind = PeerEvent::Kind::agreed;
       agreed.step = agreement->step;
+      agreed.storage = agreement->storage;
       push(std::move(agreed));
     } else if (earlier) {
       (void)connection.send(resume_line(*earlier));
@@ -415,7 +428,14 @@ bool PeerChannel::leader_handle(Connection& connection, const PeerMessage& messa
     push(std::move(event));
   } else if (message.type == "committed") {
     auto step = step_of(body);
-    if (step) node_committed(connection.node, *step);
+    if (step) {
+      PeerEvent event;
+      event.kind = PeerEvent::Kind::committed;
+      event.node = connection.node;
+      event.step = step;
+      push(std::move(event));
+      node_committed(connection.node, *step);
+    }
   } else if (message.type == "bye") {
     connection.said_bye = true;
     connection.bye_outcome = body.get_string("outcome");
@@ -447,6 +467,8 @@ void PeerChannel::follower_loop() {
     hello["nnodes"] = m_options.nnodes;
     hello["token"] = m_options.token;
     hello["steps"] = steps_array(m_options.steps);
+    hello["remote_steps"] = steps_array(m_options.remote_steps);
+    if (!m_options.probe_nonce.empty()) hello["probe"] = m_options.probe_nonce;
     (void)connection->send(encode_peer_message("hello", std::move(hello)));
     const std::string why = pump_connection(*connection, m_options.timing, m_impl->stopping,
                                             [&](const PeerMessage& message) { return follower_handle(*connection, message); });
@@ -494,6 +516,7 @@ bool PeerChannel::follower_handle(Connection& connection, const PeerMessage& mes
   } else if (message.type == "resume") {
     event.kind = PeerEvent::Kind::agreed;
     event.step = step_of(body);
+    event.storage = body.get_string("storage", "shared") == "node_local" ? StorageLayout::node_local : StorageLayout::shared;
   } else if (message.type == "notice") {
     auto notice = notice_from_peer_message(body);
     if (!notice) return true;

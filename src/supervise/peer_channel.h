@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -32,21 +33,30 @@ struct PeerChannelOptions {
   std::string token;        // required of every hello when non-empty
   std::string job_key;      // SLURM_JOB_ID, JOBSET_NAME...: a hello with another one is refused
   std::vector<std::int64_t> steps;  // this node's resumable steps, newest first
+  std::vector<std::int64_t> remote_steps;      // durable in this node's own remote copies
+  std::vector<std::int64_t> job_remote_steps;  // leader: durable in the job's (shared-folder) copies
+  // Follower: the nonce of the storage probe it wrote (storage_probe.h); empty: none written.
+  std::string probe_nonce;
+  // Leader: whether node `node`'s probe with `nonce` is in the leader's checkpoint location.
+  // Absent: every node counts as sharing the leader's folder.
+  std::function<bool(int node, const std::string& nonce)> sees_probe;
   PeerTiming timing;
 };
 
 struct PeerEvent {
   enum class Kind {
     joined,    // node `node` said hello (leader), or the leader welcomed us (follower)
-    agreed,    // every node said hello: resume from `step` (nullopt: fresh)
+    agreed,    // every node said hello: resume from `step` (nullopt: fresh), on `storage`
     notice,    // another node's notice, to act on as our own
     global,    // `step` is committed on every node
+    committed, // leader: node `node` committed `step`
     lost,      // node `node` stopped answering, or ended: `detail` why, `outcome` when it said bye
     refused,   // the leader refused us (`detail`): a configuration error, the channel is over
   };
   Kind kind = Kind::joined;
   int node = -1;
   std::optional<std::int64_t> step;
+  StorageLayout storage = StorageLayout::shared;
   PreemptionNotice notice;
   std::string detail;
   std::string outcome;  // lost: the outcome its bye named; empty when it vanished

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <mutex>
 #include <thread>
 
 #include "platform/socket.h"
@@ -56,6 +57,53 @@ std::unique_ptr<PeerChannel> start(PeerChannelOptions options) {
   auto channel = PeerChannel::start(std::move(options));
   EXPECT_TRUE(channel) << channel.error().message;
   return channel ? std::move(*channel) : nullptr;
+}
+
+TEST(PeerChannel, AFollowerWhoseProbeTheLeaderCannotSeeMakesTheFoldersNodeLocal) {
+  PeerChannelOptions leader_options = options_for(0, 2, 0, {300, 200});
+  std::vector<std::pair<int, std::string>> asked;
+  std::mutex asked_mutex;
+  leader_options.sees_probe = [&](int node, const std::string& nonce) {
+    std::lock_guard lock(asked_mutex);
+    asked.emplace_back(node, nonce);
+    return false;
+  };
+  auto leader = start(std::move(leader_options));
+  ASSERT_TRUE(leader);
+  // A fresh node 1: nothing on its disk, 300 durable in its own remote copies.
+  PeerChannelOptions follower_options = options_for(1, 2, leader->port());
+  follower_options.remote_steps = {300};
+  follower_options.probe_nonce = "5f3a9c";
+  auto follower = start(std::move(follower_options));
+  ASSERT_TRUE(follower);
+  Events on_leader{*leader};
+  Events on_follower{*follower};
+  for (Events* side : {&on_leader, &on_follower}) {
+    auto agreed = side->wait(PeerEvent::Kind::agreed);
+    ASSERT_TRUE(agreed);
+    EXPECT_EQ(agreed->step, 300);
+    EXPECT_EQ(agreed->storage, StorageLayout::node_local);
+  }
+  std::lock_guard lock(asked_mutex);
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0], (std::pair<int, std::string>{1, "5f3a9c"}));
+}
+
+TEST(PeerChannel, AFollowerWhoseProbeTheLeaderSeesSharesItsFolder) {
+  PeerChannelOptions leader_options = options_for(0, 2, 0, {200});
+  leader_options.job_remote_steps = {400, 200};
+  leader_options.sees_probe = [](int, const std::string& nonce) { return nonce == "77"; };
+  auto leader = start(std::move(leader_options));
+  ASSERT_TRUE(leader);
+  PeerChannelOptions follower_options = options_for(1, 2, leader->port(), {200});
+  follower_options.probe_nonce = "77";
+  auto follower = start(std::move(follower_options));
+  ASSERT_TRUE(follower);
+  Events on_follower{*follower};
+  auto agreed = on_follower.wait(PeerEvent::Kind::agreed);
+  ASSERT_TRUE(agreed);
+  EXPECT_EQ(agreed->storage, StorageLayout::shared);
+  EXPECT_EQ(agreed->step, 400);  // node 0 restores 400 into the folder both see
 }
 
 TEST(PeerChannel, NodesAgreeOnTheNewestCommonStepAndShareNotices) {

@@ -62,13 +62,40 @@ std::optional<std::int64_t> newest_common_step(const std::vector<std::vector<std
   return *common.rbegin();
 }
 
-std::optional<PeerLedger::Agreement> PeerLedger::hello(int node, const std::vector<std::int64_t>& steps) {
+const char* storage_layout_name(StorageLayout layout) {
+  return layout == StorageLayout::shared ? "shared" : "node_local";
+}
+
+std::optional<PeerLedger::Agreement> PeerLedger::hello(int node, NodeReport report) {
   if (node < 0 || node >= m_nnodes) return std::nullopt;
-  m_steps[node] = steps;
+  if (node == 0) report.shares_storage = true;
+  m_steps[node] = std::move(report);
   if (m_agreed || joined_count() < m_nnodes) return std::nullopt;
-  std::vector<std::vector<std::int64_t>> all;
-  for (const auto& [_, node_steps] : m_steps) all.push_back(node_steps);
-  m_agreed = Agreement{newest_common_step(all)};
+  Agreement agreement;
+  agreement.storage = std::all_of(m_steps.begin(), m_steps.end(), [](const auto& entry) { return entry.second.shares_storage; })
+                          ? StorageLayout::shared
+                          : StorageLayout::node_local;
+  auto joined = [](const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) {
+    std::vector<std::int64_t> all = a;
+    all.insert(all.end(), b.begin(), b.end());
+    return all;
+  };
+  if (agreement.storage == StorageLayout::shared) {
+    // Every node sees node 0's folder: a step there that every node validated, or one node 0
+    // lacks and restores into it from the job's remote copies.
+    const NodeReport& leader = m_steps.at(0);
+    std::vector<std::int64_t> restorable;
+    for (std::int64_t step : leader.job_remote_steps)
+      if (std::find(leader.steps.begin(), leader.steps.end(), step) == leader.steps.end()) restorable.push_back(step);
+    std::vector<std::vector<std::int64_t>> all;
+    for (const auto& [_, each] : m_steps) all.push_back(joined(each.steps, restorable));
+    agreement.step = newest_common_step(all);
+  } else {
+    std::vector<std::vector<std::int64_t>> all;
+    for (const auto& [_, each] : m_steps) all.push_back(joined(each.steps, each.remote_steps));
+    agreement.step = newest_common_step(all);
+  }
+  m_agreed = agreement;
   return m_agreed;
 }
 

@@ -9,10 +9,13 @@
 // Wire format: one JSON object per line ("\n"), at most k_max_peer_line bytes, every object with
 // "t" (its type) and "v" (k_peer_protocol_version). Followers connect to the leader (node 0);
 // the leader relays what one follower says to the others. Types:
-//   hello     follower -> leader: job, node, nnodes, token, steps (its resumable steps, newest first)
+//   hello     follower -> leader: job, node, nnodes, token, steps (its resumable steps, newest first),
+//             remote_steps (steps durable in its own remote copies), probe (the nonce of the
+//             storage probe it wrote into its checkpoint location; absent: shares the leader's)
 //   welcome   leader -> follower: the hello is accepted
 //   refused   leader -> follower: reason; the leader closes the connection
-//   resume    leader -> all: step (or null: start fresh), once every node has said hello
+//   resume    leader -> all: step (or null: start fresh) and storage ("shared" or "node_local"),
+//             once every node has said hello
 //   notice    any -> leader -> all others: origin, source, deadline_ms (Unix ms), detail
 //   committed follower -> leader: node, step (a checkpoint this node committed)
 //   global    leader -> all: step, committed on every node
@@ -71,19 +74,37 @@ class PeerLineReader {
   std::size_t m_start = 0;
 };
 
+// Where the nodes keep their checkpoints: one folder every node sees (NFS, Lustre, a shared PVC),
+// or a folder of each node's own (local NVMe). Decided by node 0 from the followers' probe files
+// (storage_probe.h): shared only when node 0 sees every follower's.
+enum class StorageLayout { shared, node_local };
+[[nodiscard]] const char* storage_layout_name(StorageLayout layout);  // "shared", "node_local"
+
+// What a node says of itself when it joins.
+struct NodeReport {
+  std::vector<std::int64_t> steps;         // committed in its checkpoint location, resumable
+  std::vector<std::int64_t> remote_steps;  // durable in its own remote copies (<job>/node-<K>/)
+  // Durable in the job's remote copies of a shared folder (<job>/): node 0 alone mirrors those.
+  std::vector<std::int64_t> job_remote_steps;
+  bool shares_storage = true;  // node 0 sees its probe file (always true of node 0 itself)
+};
+
 // The leader's bookkeeping for the whole job: who said hello with which steps, the resume step
 // once everyone has, and which steps each node committed. Pure; the leader's channel owns one.
 class PeerLedger {
  public:
   explicit PeerLedger(int nnodes) : m_nnodes(nnodes) {}
 
-  // Node `node` (0 = the leader itself) can resume from `steps`. Returns the agreed resume
-  // point once every node has said hello, the first time only (later hellos of a node that
-  // reconnects get agreed() instead).
+  // Node `node` (0 = the leader itself) joined with `report`. Returns the agreed resume point
+  // once every node has said hello, the first time only (later hellos of a node that
+  // reconnects get agreed() instead). The step is the newest one every node can start from:
+  // in a shared folder, one every node validated there or one node 0 lacks and restores into
+  // it; in node-local folders, a step each node has in its own folder or its own remote copies.
   struct Agreement {
     std::optional<std::int64_t> step;  // nullopt: no step is on every node, start fresh
+    StorageLayout storage = StorageLayout::shared;
   };
-  std::optional<Agreement> hello(int node, const std::vector<std::int64_t>& steps);
+  std::optional<Agreement> hello(int node, NodeReport report);
   [[nodiscard]] const std::optional<Agreement>& agreed() const { return m_agreed; }
   [[nodiscard]] bool joined(int node) const { return m_steps.contains(node); }
   [[nodiscard]] int joined_count() const { return static_cast<int>(m_steps.size()); }
@@ -97,7 +118,7 @@ class PeerLedger {
 
  private:
   int m_nnodes;
-  std::map<int, std::vector<std::int64_t>> m_steps;
+  std::map<int, NodeReport> m_steps;
   std::optional<Agreement> m_agreed;
   std::map<std::int64_t, std::set<int>> m_committed;
   std::optional<std::int64_t> m_global;

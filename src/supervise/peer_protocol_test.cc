@@ -61,18 +61,68 @@ TEST(PeerProtocol, TheCommonStepIsTheNewestEveryNodeHas) {
   EXPECT_EQ(newest_common_step({}), std::nullopt);
 }
 
+NodeReport local(std::vector<std::int64_t> steps, std::vector<std::int64_t> remote = {}) {
+  NodeReport report;
+  report.steps = std::move(steps);
+  report.remote_steps = std::move(remote);
+  report.shares_storage = false;
+  return report;
+}
+
+NodeReport shared(std::vector<std::int64_t> steps, std::vector<std::int64_t> job_remote = {}) {
+  NodeReport report;
+  report.steps = std::move(steps);
+  report.job_remote_steps = std::move(job_remote);
+  return report;
+}
+
 TEST(PeerLedger, AgreesOnceEveryNodeSaidHello) {
   PeerLedger ledger(3);
-  EXPECT_FALSE(ledger.hello(0, {300, 200}));
-  EXPECT_FALSE(ledger.hello(2, {200}));
-  EXPECT_FALSE(ledger.hello(7, {300}));  // not a node of this job: ignored
-  auto agreed = ledger.hello(1, {300, 200, 100});
+  EXPECT_FALSE(ledger.hello(0, local({300, 200})));
+  EXPECT_FALSE(ledger.hello(2, local({200})));
+  EXPECT_FALSE(ledger.hello(7, local({300})));  // not a node of this job: ignored
+  auto agreed = ledger.hello(1, local({300, 200, 100}));
   ASSERT_TRUE(agreed);
   EXPECT_EQ(agreed->step, 200);
+  EXPECT_EQ(agreed->storage, StorageLayout::node_local);
   // A node that reconnects does not change what was agreed.
-  EXPECT_FALSE(ledger.hello(2, {300}));
+  EXPECT_FALSE(ledger.hello(2, local({300})));
   ASSERT_TRUE(ledger.agreed());
   EXPECT_EQ(ledger.agreed()->step, 200);
+}
+
+TEST(PeerLedger, NodeLocalFoldersResumeFromAStepEachNodeHasLocallyOrInItsRemoteCopies) {
+  // Fresh node 1 (an empty folder on a replacement host): its copies of 300 and 200 are durable
+  // remotely; node 0 still has 300 on its disk.
+  PeerLedger ledger(2);
+  EXPECT_FALSE(ledger.hello(0, local({300, 200})));
+  auto agreed = ledger.hello(1, local({}, {300, 200}));
+  ASSERT_TRUE(agreed);
+  EXPECT_EQ(agreed->step, 300);
+  // Node 1's upload of 300 never finished: 200 is the newest both can start from.
+  PeerLedger cut(2);
+  EXPECT_FALSE(cut.hello(0, local({}, {300, 200})));
+  EXPECT_EQ(cut.hello(1, local({}, {200}))->step, 200);
+}
+
+TEST(PeerLedger, ASharedFolderResumesFromWhatNodeZeroHasOrRestores) {
+  // Node 1 scanned the same folder as node 0; what node 0 can restore into it counts for both.
+  PeerLedger ledger(2);
+  EXPECT_FALSE(ledger.hello(0, shared({200}, {400, 200})));
+  auto agreed = ledger.hello(1, shared({200}));
+  ASSERT_TRUE(agreed);
+  EXPECT_EQ(agreed->storage, StorageLayout::shared);
+  EXPECT_EQ(agreed->step, 400);
+  // A step node 0 has there that node 1 did not validate is no one's.
+  PeerLedger torn(2);
+  EXPECT_FALSE(torn.hello(0, shared({300, 200}, {300})));
+  EXPECT_EQ(torn.hello(1, shared({200}))->step, 200);
+  // One follower whose probe node 0 cannot see makes the layout node-local.
+  PeerLedger mixed(3);
+  EXPECT_FALSE(mixed.hello(0, shared({200})));
+  EXPECT_FALSE(mixed.hello(1, shared({200})));
+  EXPECT_EQ(mixed.hello(2, local({}))->storage, StorageLayout::node_local);
+  EXPECT_EQ(mixed.agreed()->step, std::nullopt);
 }
 
 TEST(PeerLedger, AStepIsGlobalWhenEveryNodeCommittedIt) {

@@ -27,50 +27,6 @@ using std::chrono::milliseconds;
 // the trainer fails: the usual cause of a crash in the middle of a save.
 constexpr std::uint64_t k_low_disk_bytes = 256ull << 20;
 
-// newest one all of them committed), before the first trainer starts. A result ends the run.
-Result<std::optional<SupervisorResult>> Supervisor::join_peers(ResumePoint& resume) {
-  auto peers = JobPeers::start(m_recorder, m_options.topology, m_options.peers);
-  if (!peers) {
-    json::Value fields = json::Value::object();
-    fields["reason"] = peers.error().message;
-    record("gave_up", std::move(fields));
-    return std::optional<SupervisorResult>(finish(Outcome::failed, peers.error().message));
-  }
-  m_peers = std::move(*peers);
-  if (!m_peers) {
-    resume = m_ledger.choose_resume_point();
-    return std::optional<SupervisorResult>();
-  }
-  std::optional<StopReason> stop;
-  auto agreed = m_peers->agree([&] {
-    if (auto request = platform::wait_termination_request(milliseconds(0)))
-      stop = *request == platform::TerminationRequest::interrupt ? StopReason::user_stop : StopReason::preemption;
-    return stop.has_value();
-  });
-  if (!agreed) {
-    json::Value fields = json::Value::object();
-    fields["reason"] = agreed.error().message;
-    record("gave_up", std::move(fields));
-    return std::optional<SupervisorResult>(finish(Outcome::failed, agreed.error().message));
-  }
-  if (agreed->stopped)
-    return std::optional<SupervisorResult>(*stop == StopReason::user_stop
-                                               ? finish(Outcome::stopped, "stopped on request while waiting for the other nodes")
-                                               : finish(Outcome::preempted, "preempted while waiting for the other nodes"));
-  const std::optional<std::int64_t> step = agreed->step;
-  resume = m_ledger.choose_resume_point([&](const CommittedCheckpoint& c) { return step && c.step == step; });
-  if (step && !resume.id) {
-    const std::string reason = "every node has a checkpoint of step " + std::to_string(*step) +
-                               ", but this node's no longer validates (see gpuhost status): the nodes cannot resume "
-                               "from the same step";
-    json::Value fields = json::Value::object();
-    fields["reason"] = reason;
-    record("gave_up", std::move(fields));
-    return std::optional<SupervisorResult>(finish(Outcome::failed, reason));
-  }
-  return std::optional<SupervisorResult>();
-}
-
 // A save that took longer than a signal leaves (less the safety margin) will not land in time
 // when the engine's SIGTERM comes: said at the start, while it can still be changed.
 void Supervisor::check_signal_deadline() {
@@ -288,23 +244,6 @@ Result<SupervisorResult> Supervisor::run() {
   // of being found only after a fresh start has overwritten them.
   scan_checkpoints(true);
   if (new_job && !m_options.fresh) m_ledger.announce_present();
-  auto mirror = m_spec.remote.empty() ? Result<std::unique_ptr<JobMirror>>() : JobMirror::start(m_recorder, m_spec, m_paths);
-  if (!mirror) {
-    json::Value fields = json::Value::object();
-    // Store errors quote the URL: what is journalled holds no secret a bad URL may carry.
-    const std::string url = redact_store_url(m_spec.remote);
-    fields["reason"] = "the remote store " + url +
-                       " cannot be used: " + replace_all(mirror.error().message, m_spec.remote, url);
-    record("gave_up", fields);
-    return finish(Outcome::failed, fields.get_string("reason"));
-  }
-  m_mirror = std::move(*mirror);
-  if (m_mirror) {
-    m_mirror->restore();
-    scan_checkpoints(true);
-    m_mirror->resume_pending();
-  }
-
   ResumePoint first_resume;
   auto joined = join_peers(first_resume);
   if (!joined) return std::unexpected(joined.error());

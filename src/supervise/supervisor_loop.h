@@ -88,7 +88,12 @@ class Supervisor {
   // A notice of this node: acted on here, and sent to the other nodes of a multi-node job.
   void local_notice(platform::ChildProcess& child, const PreemptionNotice& notice, StopReason cause);
   void pump_peers(platform::ChildProcess& child);
+  // supervisor_join.cc: the peers of a multi-node job, the mirror and the first resume point.
   Result<std::optional<SupervisorResult>> join_peers(ResumePoint& resume);
+  JobPeers::Joining joining();
+  // Starts the mirror of the copies under `scope` (nothing without a remote); a result ends the run.
+  std::optional<SupervisorResult> start_mirror(const std::string& scope);
+  [[nodiscard]] bool has_committed_step(std::int64_t step) const;
   SupervisorResult finish(Outcome outcome, std::string reason);
   // Under Slurm, node 0 of a preempted job requeues it (journalled as engine_requeue).
   void request_engine_requeue();

@@ -13,6 +13,7 @@
 #include "supervise/checkpoint_ledger.h"
 #include "supervise/job_identity.h"
 #include "supervise/job_recorder.h"
+#include "supervise/storage_probe.h"
 #include "supervise/trainer_launch.h"
 
 namespace gpuhost::supervise {
@@ -29,6 +30,29 @@ JobRecorder open_recorder(const fs::path& dir, std::vector<std::string>* types =
   JobRecorder::Callbacks callbacks;
   if (types) callbacks.on_record = [types](const JournalRecord& r) { types->push_back(r.type); };
   return JobRecorder(std::move(*journal), callbacks);
+}
+
+TEST(StorageProbe, NodeZeroSeesAProbeOnlyInTheFolderItWasWrittenTo) {
+  ScratchDir scratch("probe");
+  const fs::path shared = scratch.path() / "shared-ck";
+  const fs::path other = scratch.path() / "node1-ck";
+  // A folder the trainer has not made yet is the probe's folder; a single-file checkpoint's
+  // folder is.
+  EXPECT_EQ(storage_probe_dir(shared), shared);
+  EXPECT_EQ(storage_probe_dir(scratch.path() / "weights" / "last.pt"), scratch.path() / "weights");
+  auto nonce = write_storage_probe(shared, 1);
+  ASSERT_TRUE(nonce) << nonce.error().message;
+  EXPECT_EQ(nonce->size(), 32u);
+  EXPECT_TRUE(sees_storage_probe(shared, 1, *nonce));
+  EXPECT_FALSE(sees_storage_probe(shared, 2, *nonce));       // another node's name
+  EXPECT_FALSE(sees_storage_probe(shared, 1, "0123abcd"));   // one an earlier run left
+  EXPECT_FALSE(sees_storage_probe(other, 1, *nonce));        // node 1's own disk
+  auto again = write_storage_probe(shared, 1);
+  ASSERT_TRUE(again);
+  EXPECT_NE(*again, *nonce);
+  EXPECT_FALSE(sees_storage_probe(shared, 1, *nonce));
+  remove_storage_probe(shared, 1);
+  EXPECT_FALSE(fs::exists(storage_probe_path(shared, 1)));
 }
 
 TEST(JobRecorder, FoldsEachRecordAsItIsAppendedAndReopensToTheSameState) {

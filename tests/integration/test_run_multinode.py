@@ -16,7 +16,7 @@ import subprocess
 import time
 import unittest
 
-from gpuhost_test import IS_WINDOWS_BUILD
+from gpuhost_test import IS_WINDOWS_BUILD, TMP
 from test_run_cli import Job, RunTestCase, torch_available
 from test_run_save_requests import DDP_TRAINER, free_port, reference
 
@@ -26,9 +26,14 @@ TORCHRUN = "/usr/bin/torchrun"
 class Node(Job):
     """One node of the job: its own GPUHOST_HOME and logs; the checkpoint folder is node 0's."""
 
-    def __init__(self, test, label, rank, shared_ck=None, netns=None, master="127.0.0.1"):
+    def __init__(self, test, label, rank, shared_ck=None, netns=None, master="127.0.0.1", name=None):
         super().__init__(test, "multinode-%s-node%d" % (label, rank))
+        if name:  # the job's name on every node (its remote copies are found by it)
+            self.name = name
+            self.job_dir = os.path.join(self.home, "jobs", name)
+            self.journal_path = os.path.join(self.job_dir, "journal.jsonl")
         self.rank = rank
+        self.trainer_extra = []
         self.netns = netns  # run inside this network namespace (ip netns exec)
         self.master = master
         if shared_ck:
@@ -41,7 +46,7 @@ class Node(Job):
         return [TORCHRUN, "--nnodes=2", "--node_rank=%d" % self.rank, "--nproc_per_node=1", "-r", "9:1", "-t", "9:1",
                 "--master_addr", self.master, "--master_port", str(master_port), DDP_TRAINER, "--steps", str(steps),
                 "--every", str(every), "--step-time", str(step_time), "--out", self.ck, "--final-state", self.final,
-                "--pid-dir", self.pid_dir, "--resume", "{resume}"]
+                "--pid-dir", self.pid_dir] + self.trainer_extra + ["--resume", "{resume}"]
 
     def argv(self, flags, trainer, cloud=True):
         args = super().argv(flags, trainer, cloud)
@@ -95,20 +100,23 @@ class TwoNodes(RunTestCase):
         one = Node(self, label, 1, shared_ck=zero.ck)
         return zero, one
 
-    def start_both(self, zero, one, steps, every, step_time):
+    def start_both(self, zero, one, steps, every, step_time, flags=(), env=None):
         port = free_port()
-        return (zero.start([], zero.torchrun(port, steps, every, step_time)),
-                one.start([], one.torchrun(port, steps, every, step_time)))
+        return (zero.start(list(flags), zero.torchrun(port, steps, every, step_time), env=env),
+                one.start(list(flags), one.torchrun(port, steps, every, step_time), env=env))
 
-    def rerun_both(self, zero, one):
+    def rerun_both(self, zero, one, flags=(), env=None, storage="shared"):
         """Both nodes again, to the end: both exit 0; returns the step they agreed on."""
-        procs = self.start_both(zero, one, self.STEPS, 0, 0)
+        procs = self.start_both(zero, one, self.STEPS, 0, 0, flags, env)
         for proc in procs:
             proc.wait(timeout=300)
         for node, proc in zip((zero, one), procs):
             self.assertEqual(proc.returncode, 0, node.stderr_of(node.runs) + node.summary())
         agreed = [node.records("resume_agreed")[-1]["step"] for node in (zero, one)]
         self.assertEqual(agreed[0], agreed[1])
+        # Node 0 found node 1's storage probe in its folder, or did not.
+        for node in (zero, one):
+            self.assertEqual(node.records("resume_agreed")[-1]["storage"], storage, node.summary())
         # Node 0's rank 0 wrote the final weights: those of an uninterrupted run on one node.
         with open(zero.final, "rb") as f:
             self.assertEqual(f.read(), reference("torchrun", self.STEPS))
@@ -148,6 +156,57 @@ class TwoNodes(RunTestCase):
         self.assertGreaterEqual(agreed, saved[0]["step"])
         self.assertEqual(agreed, on_disk)
 
+    @unittest.skipUnless(shutil.which("moto_server") and shutil.which("aws"), "moto_server and the aws CLI are needed")
+    def test_node_local_folders_mirror_by_node_and_restore_on_fresh_hosts(self):
+        # Each node writes its own folder (local NVMe), its first rank saves there (HF's
+        # save_on_each_node), and each gpuhost mirrors its node's files to the same S3 bucket.
+        from moto_s3 import MotoS3
+        moto_dir = os.path.join(TMP, "run-cli", "multinode-moto")
+        os.makedirs(moto_dir, exist_ok=True)
+        moto = MotoS3(moto_dir, "gpuhost-multinode")
+        self.addCleanup(moto.stop)
+        flags = ["--remote", moto.store_url()]
+        job = "mn-local"
+
+        def pair(label):
+            nodes = (Node(self, label, 0, name=job), Node(self, label, 1, name=job))
+            for node in nodes:
+                node.trainer_extra = ["--save-on-each-node"]
+            return nodes
+
+        zero, one = pair("local")
+        procs = self.start_both(zero, one, self.STEPS, 0, 0.01, flags, moto.env)
+        wait_until(self, lambda: "step 100 " in zero.stdout_log(), "DDP training on both nodes", procs)
+        for node in (zero, one):
+            self.assertEqual(node.records("resume_agreed")[-1]["storage"], "node_local", node.summary())
+        procs[1].send_signal(signal.SIGTERM)  # the notice reaches node 1 only
+        for proc in procs:
+            proc.wait(timeout=180)
+        steps = []
+        for node, proc in zip((zero, one), procs):
+            self.assertEqual(proc.returncode, 75, node.stderr_of(node.runs) + node.summary())
+            saves = node.records("save_completed")
+            self.assertTrue(saves, node.summary())
+            steps.append(committed(node, saves[0]["id"])["step"])
+            self.assertTrue(node.records("mirror_deadline")[-1]["durable"], node.summary())
+        self.assertEqual(steps[0], steps[1], "both nodes saved the same step")
+        newest = [max(int(name[5:11]) for name in os.listdir(node.ck) if name.startswith("ckpt-")) for node in (zero, one)]
+        self.assertEqual(newest[0], newest[1])
+        # One uploader per node, each under its node's prefix; nothing under the job's own.
+        for rank in (0, 1):
+            manifests = [k for k in moto.keys("%s/node-%d/" % (job, rank)) if k.endswith("/manifest.json")]
+            self.assertTrue(manifests, moto.keys(job + "/"))
+        self.assertFalse([k for k in moto.keys(job + "/") if k.count("/") == 2 and k.endswith("/manifest.json")])
+
+        # Replacement hosts: fresh homes, empty folders. Each restores its own node's copy of the
+        # agreed step from S3 and both resume from it, ending bit-identical.
+        zero, one = pair("local-fresh")
+        agreed = self.rerun_both(zero, one, flags, moto.env, storage="node_local")
+        self.assertEqual(agreed, newest[0])
+        for node in (zero, one):
+            restored = node.records("checkpoint_restored")
+            self.assertEqual([r["step"] for r in restored], [agreed], node.summary())
+
     def test_a_node_that_dies_stops_the_other_promptly(self):
         zero, one = self.nodes("loss")
         procs = self.start_both(zero, one, self.STEPS, 100, 0.01)
@@ -173,6 +232,13 @@ class TwoNodes(RunTestCase):
         status = zero.status()
         self.assertEqual(status["phase"], "preempted")
         self.assertIn("node 1", status["peer_lost"])
+        # Node 0's view of every node: its own newest commit, node 1 lost.
+        nodes = {n["node"]: n for n in status["nodes"]}
+        self.assertTrue(nodes[0]["self"])
+        own = [r["step"] for r in zero.records("checkpoint_committed")]
+        self.assertEqual(nodes[0]["step"], max(own))
+        self.assertEqual(nodes[1]["state"], "lost", status["nodes"])
+        self.assertIn("node 1 step ", zero.gpuhost("status", zero.name).stdout)
         # The newest step both nodes committed: at least the last global commit node 0 heard of
         # (node 1 may have committed a newer one just before it died), and in this shared folder
         # the newest checkpoint there, which both nodes validate again at the rerun.

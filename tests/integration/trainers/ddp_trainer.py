@@ -1,6 +1,7 @@
 """A data-parallel PyTorch trainer for torchrun (gloo on CPU, Debian's python3-torch), as users
 write one for `torchrun --nproc_per_node=N`: DistributedDataParallel over a small MLP, SGD with
-momentum, a save every --every steps by rank 0.
+momentum, a save every --every steps by rank 0 (with --save-on-each-node, by the first rank of
+every node into that node's own folder, as HF's save_on_each_node does for node-local disks).
 
 The save request follows the pattern for several ranks (python/README.md): each rank's SIGUSR1
 handler only sets a flag, and at the end of every step the ranks all-reduce it (MAX), so all of
@@ -35,6 +36,7 @@ def parse_args(argv):
     p.add_argument("--final-state", default=None)
     p.add_argument("--pid-dir", default=None, help="each rank writes rank-R.pid here")
     p.add_argument("--handlers", choices=["gpuhost", "none"], default="gpuhost")
+    p.add_argument("--save-on-each-node", action="store_true", help="LOCAL_RANK 0 of every node saves")
     return p.parse_args(argv)
 
 
@@ -48,6 +50,7 @@ def main(argv):
     args = parse_args(argv)
     dist.init_process_group("gloo")
     rank = dist.get_rank()
+    saver = int(os.environ.get("LOCAL_RANK", rank)) == 0 if args.save_on_each_node else rank == 0
     if args.handlers == "gpuhost":
         signal.signal(signal.SIGUSR1, lambda signum, frame: flags.__setitem__("save", True))
     if args.pid_dir:
@@ -84,7 +87,7 @@ def main(argv):
         if requested and rank == 0:
             print("save requested at step %d" % step, flush=True)
         if requested or (args.every > 0 and step % args.every == 0):
-            if rank == 0:
+            if saver:
                 os.makedirs(args.out, exist_ok=True)
                 path = os.path.join(args.out, "ckpt-%06d.pt" % step)
                 torch.save({"model": model.module.state_dict(), "optimizer": optimizer.state_dict(), "step": step}, path)
