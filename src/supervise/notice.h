@@ -105,6 +105,11 @@ class NoticeWatcher {
   // event_id: no-op success. Thread-safe; blocks for up to request_timeout.
   [[nodiscard]] Result<void> acknowledge(const PreemptionNotice& notice);
 
+  // Asks the metadata service now instead of at the next interval: a SIGTERM may be the
+  // preemption (Kubernetes drains a spot node's pods), and the cloud's notice holds the real
+  // deadline. Thread-safe; returns at once.
+  void poll_now();
+
  private:
   struct State;
   std::unique_ptr<State> m_state;

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include "net/fake_http_server.h"
 #include "platform/local_time.h"
 #include "platform/socket.h"
@@ -327,6 +329,27 @@ TEST(NoticeWatcher, AwsReportsTheNoticeOnceAndSendsTheToken) {
     if (r.method == "GET") {
       EXPECT_EQ(r.header("X-aws-ec2-metadata-token"), "AQAEAtoken==") << r.target;
     }
+}
+
+TEST(NoticeWatcher, PollNowAsksAtOnceInsteadOfAtTheNextInterval) {
+  // A SIGTERM arrives while the watcher sleeps out a long interval: the spot notice that came
+  // with it is read now, not an hour later.
+  std::atomic<bool> noticed{false};
+  FakeHttpServer server([&](const ReceivedRequest& r) {
+    if (r.method == "PUT") return respond(200, "t");
+    if (r.target == k_aws_action_path && noticed) return respond(200, std::string(k_aws_action));
+    return respond(404);
+  });
+  Recorder recorder;
+  WatcherOptions options = options_for(NoticeSource::aws, server);
+  options.poll_interval = std::chrono::hours(1);
+  NoticeWatcher watcher(options, recorder.callbacks());
+  ASSERT_TRUE(eventually([&] { return count(server.requests(), "GET", k_aws_action_path) >= 1; }));
+  noticed = true;
+  watcher.poll_now();
+  ASSERT_TRUE(eventually([&] { return !recorder.notices().empty(); }));
+  EXPECT_EQ(recorder.notices()[0].deadline, utc(2017, 9, 18, 8, 22, 0));
+  EXPECT_EQ(count(server.requests(), "GET", k_aws_action_path), 2u);
 }
 
 TEST(NoticeWatcher, AwsReportsTheRebalanceAdvisory) {

@@ -119,6 +119,7 @@ struct NoticeWatcher::State {
   std::string base;  // scheme://host[:port] of the metadata service
 
   std::atomic<bool> stopping{false};  // also cancels the request in flight
+  bool poll_soon = false;             // guarded by mutex: poll_now() was asked
   std::mutex mutex;
   std::condition_variable wake;  // with `mutex`: the destructor interrupts the sleep between polls
   std::thread thread;
@@ -330,7 +331,8 @@ void NoticeWatcher::State::run() {
     report(polled);
     milliseconds delay = next_delay(polled.has_value(), SteadyClock::now() - started);
     std::unique_lock lock(mutex);
-    wake.wait_for(lock, delay, [&] { return stopping.load(); });
+    wake.wait_for(lock, delay, [&] { return stopping.load() || poll_soon; });
+    poll_soon = false;
   }
 }
 
@@ -347,6 +349,14 @@ NoticeWatcher::~NoticeWatcher() {
   }
   m_state->wake.notify_all();
   if (m_state->thread.joinable()) m_state->thread.join();
+}
+
+void NoticeWatcher::poll_now() {
+  {
+    std::lock_guard lock(m_state->mutex);
+    m_state->poll_soon = true;
+  }
+  m_state->wake.notify_all();
 }
 
 Result<void> NoticeWatcher::acknowledge(const PreemptionNotice& notice) {

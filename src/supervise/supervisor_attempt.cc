@@ -176,6 +176,9 @@ Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProces
       notice.source = NoticeSource::signal;
       notice.detail = platform::termination_request_name(*request);
       notice.deadline = SystemClock::now() + m_options.signal_deadline;
+      // SIGTERM may be the preemption itself (a drained spot node): the cloud's own notice, if
+      // there is one, brings the real deadline now rather than at the next poll.
+      if (m_watcher && *request != platform::TerminationRequest::interrupt) m_watcher->poll_now();
       local_notice(child, notice,
                    *request == platform::TerminationRequest::interrupt ? StopReason::user_stop : StopReason::preemption);
     }

@@ -17,6 +17,7 @@ import threading
 import time
 import unittest
 
+from fake_metadata_server import MetadataServer
 from gpuhost_test import IS_WINDOWS_BUILD
 from test_run_cli import Job, RunTestCase
 
@@ -111,6 +112,31 @@ class PodTermination(RunTestCase):
         self.assertIn("lost", pod.stderr_of(pod.runs))
         notice = pod.records("notice")[0]
         self.assertEqual(notice["source"], "signal")
+
+
+    def test_a_sigterm_on_a_spot_node_asks_the_cloud_for_the_real_deadline_at_once(self):
+        # The node is a spot instance being reclaimed: the cloud posted its notice (10 s left) and
+        # the kubelet drains the pod with SIGTERM and a 30 s grace. The watcher polls only every
+        # 10 minutes; the SIGTERM makes it ask at once, so gpuhost works to the cloud's deadline,
+        # not the pod's.
+        server = MetadataServer(self, "aws")
+        pod = Pod(self, "pod-spot")
+        trainer = pod.stdlib(100000, every=0, step_time=0.02, extra=["--ignore-save-requests"])
+        proc = pod.start(["--cloud", "aws", "--metadata-endpoint", server.url, "--poll-interval", "600s"], trainer,
+                         env=POD_ENV)
+        pod.wait_for(lambda records: server.log(), "the watcher's first poll", proc)
+        pod.wait_for_type("child_started", proc)
+        server.control("notice", {"in_seconds": 10})
+        sent = pod.terminate(proc, grace=30)
+        proc.wait(timeout=60)
+        took = time.monotonic() - sent
+        self.assertEqual(proc.returncode, 75, pod.stderr_of(pod.runs) + pod.summary())
+        sources = [r["source"] for r in pod.records("notice")]
+        self.assertEqual(sources[0], "signal", pod.summary())
+        self.assertIn("aws", sources, "the cloud's notice was not read after the SIGTERM: " + pod.summary())
+        # A trainer that never saves is stopped at the cloud's deadline less the 5 s margin, long
+        # before the pod's grace less the margin (25 s) would have stopped it.
+        self.assertLess(took, 20, "gpuhost worked to the pod's grace, not the cloud's deadline")
 
 
 if __name__ == "__main__":
