@@ -306,8 +306,17 @@ Result<void> run_gpu(const GpuOptions& options, const knowledge::GpuTable& gpus,
   if (auto status = f.get_device_count(&count); status != cudaSuccess || count == 0) {
     std::string reason = status != cudaSuccess ? cuda->describe("cudaGetDeviceCount", status) : "the CUDA runtime sees no GPU";
     // The two answers of a host without a usable GPU: say what to check, not only the code.
-    if (status == cudaErrorInsufficientDriver)
-      reason += "; the NVIDIA driver is missing or older than this CUDA runtime needs: `gpuhost doctor` names the driver to install";
+    if (status == cudaErrorInsufficientDriver) {
+      // The runtime says this also where there is no driver because there is no NVIDIA GPU at
+      // all; NVML (what doctor reads) tells the two apart.
+      const gpu::GpuSnapshot nvml = gpu::take_snapshot();
+      if (!nvml.available || nvml.devices.empty())
+        reason = "no NVIDIA GPU or driver on this host (the CUDA runtime found no driver, NVML " +
+                 std::string(nvml.available ? "lists no GPU" : "cannot be loaded") +
+                 "): `gpuhost doctor` says which, and what to install if a GPU is there";
+      else
+        reason += "; the NVIDIA driver is older than this CUDA runtime needs: `gpuhost doctor` names the driver to install";
+    }
     else if (status == cudaErrorNoDevice || count == 0)
       reason += "; check that `nvidia-smi` lists a GPU and that CUDA_VISIBLE_DEVICES does not hide it";
     report.unavailable.push_back({"gpu", std::move(reason)});

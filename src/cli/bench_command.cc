@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/progress.h"
+#include "cli/wording.h"
 #include "knowledge/knowledge.h"
 #include "platform/files.h"
 #include "platform/interrupt.h"
@@ -74,7 +75,8 @@ Exit codes:
   0    every measurement passed (warnings allowed)
   1    at least one measurement failed its band
   2    bad command line
-  3    could not run: read-only or full filesystem, unreachable peer, I/O error
+  3    could not run: read-only or full filesystem, unreachable peer, I/O error; `bench gpu`
+       on a host without a usable GPU (`bench all` then says why and measures the rest)
   130  interrupted (Ctrl-C): the measurements finished so far are printed
 
 Examples:
@@ -260,7 +262,7 @@ void render(std::ostream& out, const bench::BenchReport& report, const TerminalS
   }
   for (const auto& u : report.unavailable) out << "\n" << style.yellow(u.part + " unavailable") << ": " << u.reason << "\n";
   out << "\n"
-      << report.count(bench::Status::pass) << " passed, " << report.count(bench::Status::warn) << " warnings, "
+      << report.count(bench::Status::pass) << " passed, " << counted(static_cast<std::int64_t>(report.count(bench::Status::warn)), "warning") << ", "
       << report.count(bench::Status::fail) << " failed, " << report.count(bench::Status::info) << " informational\n";
   if (report.interrupted) out << style.yellow("interrupted: the results above are those finished before Ctrl-C") << "\n";
 }
@@ -340,6 +342,9 @@ int run_bench(CommandContext& context) {
     render(context.out, report, TerminalStyle::for_stdout(options->common.color));
   if (report.interrupted) return k_exit_interrupted;
   if (fatal) return report_error(context.err, fatal->message, "", k_exit_error);
+  // A GPU that was asked for by name and cannot be measured is no success ("0 passed").
+  if (options->parts == std::vector<std::string>{"gpu"} && !report.unavailable.empty())
+    return report_error(context.err, "gpu unavailable: " + report.unavailable.front().reason, "", k_exit_error);
   return report.count(bench::Status::fail) ? k_exit_findings : k_exit_ok;
 }
 

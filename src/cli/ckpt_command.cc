@@ -32,13 +32,16 @@ after its objects.
   pull [ID] --to DIR   download one into DIR (under its own name), verified, renamed into
                        place only when whole
   push PATH            upload a local checkpoint file or directory with a manifest
-  prune --keep K       delete all but the newest K checkpoints
+  prune --keep K       delete all but the newest K checkpoints (--dry-run: only say which)
 
 Flags:
   --remote URL           s3://bucket/prefix?endpoint=...&region=..., or file:///dir
   --job NAME             the job's name (as gpuhost run names it: gpuhost jobs)
   --to DIR               pull: where to put the checkpoint
   --keep K               prune: how many to keep
+  --dry-run              prune: list what would be deleted, delete nothing
+  --node K               the copies of node K of a multi-node job with node-local folders
+                         (<job>/node-K/, doc/run-multinode.md)
   --encrypt SUITE        push: aes-256-gcm or sm4
   --encryption-key-file FILE
                          the key for encrypted checkpoints (else GPUHOST_ENCRYPTION_KEY_FILE
@@ -58,6 +61,8 @@ Examples:
   gpuhost ckpt verify --remote s3://ml/ckpt --job llama --json
   gpuhost ckpt pull step-000000001200-0a1b2c3d4e5f6a7b --remote s3://ml/ckpt --job llama --to out
   gpuhost ckpt push out/checkpoint-1200 --remote s3://ml/ckpt --job llama --encrypt aes-256-gcm
+  gpuhost ckpt prune --keep 3 --dry-run --remote s3://ml/ckpt --job llama
+  gpuhost ckpt list --remote s3://ml/ckpt --job llama --node 1
 )";
 
 namespace {
@@ -65,7 +70,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr FlagSpec k_ckpt_flags[] = {{"--remote", true},  {"--job", true},     {"--to", true},
-                                     {"--keep", true},    {"--encrypt", true}, {"--encryption-key-file", true}};
+                                     {"--keep", true},    {"--encrypt", true}, {"--encryption-key-file", true},
+                                     {"--dry-run", false}, {"--node", true}};
 
 struct Session {
   std::unique_ptr<store::ObjectStore> store;
@@ -157,6 +163,14 @@ int run_ckpt(CommandContext& context) {
 
   Session s;
   s.job = *job;
+  if (auto node = parsed->value("--node")) {
+    auto rank = parse_int(*node);
+    if (!rank || *rank < 0 || *rank > 65535)
+      return report_error(context.err, "--node expects a node rank (0, 1, ...), got '" + *node + "'", "", k_exit_usage);
+    s.job = supervise::node_mirror_scope(*job, static_cast<int>(*rank));
+  }
+  if (parsed->has("--dry-run") && action != "prune")
+    return report_error(context.err, "--dry-run is for prune", "", k_exit_usage);
   auto opened = store::open_store(*remote);
   if (!opened) return report_error(context.err, opened.error().message, "", k_exit_usage);
   s.store = std::move(*opened);
@@ -253,10 +267,12 @@ int run_ckpt(CommandContext& context) {
   for (const auto& e : *entries) {
     if (!e.manifest) continue;  // unreadable ones are left for a person to look at
     if (kept++ < *keep) continue;
-    auto gone = supervise::remove_remote_checkpoint(*s.store, s.job, e.manifest->remote_id);
-    if (!gone) return report_error(context.err, gone.error().message, "", k_exit_error);
+    if (!parsed->has("--dry-run")) {
+      auto gone = supervise::remove_remote_checkpoint(*s.store, s.job, e.manifest->remote_id);
+      if (!gone) return report_error(context.err, gone.error().message, "", k_exit_error);
+    }
     removed.push_back(e.manifest->remote_id);
-    if (!common->json) context.out << "deleted " << e.manifest->remote_id << "\n";
+    if (!common->json) context.out << (parsed->has("--dry-run") ? "would delete " : "deleted ") << e.manifest->remote_id << "\n";
   }
   if (common->json) context.out << json::dump(removed, 2) << "\n";
   return k_exit_ok;

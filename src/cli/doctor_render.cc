@@ -2,6 +2,8 @@
 
 #include <ostream>
 
+#include "cli/wording.h"
+
 namespace gpuhost::cli {
 
 namespace {
@@ -51,7 +53,7 @@ void render_doctor_report(std::ostream& out, const doctor::Report& report, const
   std::size_t warns = report.findings.count(doctor::Severity::warn);
   out << "\n" << style.bold("Summary: ");
   out << (fails ? style.red(std::to_string(fails) + " failed") : style.green("0 failed")) << ", "
-      << (warns ? style.yellow(std::to_string(warns) + " warnings") : std::string("0 warnings")) << ", "
+      << (warns ? style.yellow(counted(static_cast<std::int64_t>(warns), "warning")) : std::string("0 warnings")) << ", "
       << report.findings.count(doctor::Severity::ok) << " ok, " << report.findings.count(doctor::Severity::info) << " info";
   out << style.dim("  (knowledge: " + report.knowledge_summary + ")") << "\n";
 }

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "base/strings.h"
+#include "cli/wording.h"
 #include "platform/process_info.h"
 
 namespace gpuhost::cli {
@@ -195,8 +196,8 @@ void render_job_status(std::ostream& out, const std::string& name, const std::fi
     }
     out << "  nodes        " << line << "\n";
   }
-  out << "  runs         " << state.supervisor_runs << " supervisor, " << state.child_starts << " trainer starts, "
-      << state.restarts << " crash restarts, " << state.preemptions << " preemptions\n";
+  out << "  runs         " << state.supervisor_runs << " supervisor, " << counted(state.child_starts, "trainer start") << ", "
+      << counted(state.restarts, "crash restart") << ", " << counted(state.preemptions, "preemption") << "\n";
   if (state.last_step) out << "  newest step  " << *state.last_step << "\n";
   if (state.last_exit) out << "  last exit    " << *state.last_exit << "\n";
   auto candidates = supervise::resume_candidates(state);

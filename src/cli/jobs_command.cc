@@ -36,9 +36,10 @@ Examples:
   gpuhost jobs --json | jq '.[] | select(.phase == "preempted") | .name'
 )";
 
-const char k_status_help[] = R"(Usage: gpuhost status JOB [FLAGS]
+const char k_status_help[] = R"(Usage: gpuhost status [JOB] [FLAGS]
 
-Shows one supervised job from its journal: state, every checkpoint (committed, bad with the
+Shows one supervised job from its journal (without JOB: the only job, or the one whose journal
+changed last, named on stderr): state, every checkpoint (committed, bad with the
 reason, retired, pinned), and its events: preemption notices with their deadlines, save requests
 and how long each save took, restarts with their cause, steps lost, watcher trouble.
 
@@ -52,10 +53,11 @@ Flags:
 
 Exit codes:
   0  shown
-  2  bad command line, or no such job (with the closest name)
+  2  bad command line, no such job (with the closest name), or no job at all
   3  the journal cannot be read
 
 Examples:
+  gpuhost status
   gpuhost status llama-lora
   gpuhost status llama-lora --events 0 --json
   gpuhost status llama-lora --pin ck-42
@@ -154,7 +156,7 @@ int run_status(CommandContext& context) {
     context.out << k_status_help;
     return k_exit_ok;
   }
-  if (parsed->positionals.size() != 1)
+  if (parsed->positionals.size() > 1)
     return report_error(context.err, "gpuhost status takes one job name", "gpuhost jobs lists them", k_exit_usage);
   std::size_t events = 20;
   if (auto v = parsed->value("--events")) {
@@ -163,7 +165,29 @@ int run_status(CommandContext& context) {
     events = static_cast<std::size_t>(*n);
   }
   const auto root = root_from(*parsed);
-  const std::string name = parsed->positionals.front();
+  std::string name;
+  if (!parsed->positionals.empty()) {
+    name = parsed->positionals.front();
+  } else {
+    // The job the user most likely means: the only one, else the one that changed last.
+    auto names = supervise::list_jobs(root);
+    std::optional<std::filesystem::file_time_type> newest;
+    std::size_t count = 0;
+    for (const auto& each : names ? *names : std::vector<std::string>{}) {
+      std::error_code ec;
+      const auto changed = std::filesystem::last_write_time(supervise::job_paths(root, each).journal(), ec);
+      if (ec) continue;  // a directory without a journal is not a job
+      ++count;
+      if (!newest || changed > *newest) {
+        newest = changed;
+        name = each;
+      }
+    }
+    if (name.empty())
+      return report_error(context.err, "no jobs in " + root.string(),
+                          "start one with: gpuhost run --checkpoints DIR -- COMMAND (or pass --jobs-dir)", k_exit_usage);
+    if (count > 1) context.err << "gpuhost status: " << name << ", the newest of " << count << " jobs (gpuhost jobs lists them)\n";
+  }
   const auto paths = supervise::job_paths(root, name);
   auto journal = supervise::read_journal(paths.journal());
   if (!journal) {

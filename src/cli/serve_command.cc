@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <chrono>
 #include <ostream>
 
@@ -34,7 +35,8 @@ Security: listens on 127.0.0.1 by default. Any other address needs --token-file/
 Host header names another host are refused (DNS rebinding). Pages never contain the token.
 
 Flags:
-  --bind ADDR            address to listen on (default 127.0.0.1; 0.0.0.0 or :: for all)
+  --bind ADDR[:PORT]     address to listen on (default 127.0.0.1; 0.0.0.0 or :: for all);
+                         HOST:PORT, [V6]:PORT and :PORT (every address) as node_exporter takes
   --port P               TCP port (default 9808; 0 picks a free one, printed at start)
   --jobs-dir DIR         the jobs `gpuhost run` supervises (default: $GPUHOST_HOME/jobs, else
                          ~/.local/state/gpuhost/jobs; %LOCALAPPDATA%\gpuhost\jobs on Windows)
@@ -87,13 +89,41 @@ int run_serve(CommandContext& context) {
                         "see gpuhost serve --help", k_exit_usage);
 
   std::string bind = parsed->value("--bind").value_or("127.0.0.1");
-  if (bind.starts_with('[') && bind.ends_with(']')) bind = bind.substr(1, bind.size() - 2);
+  // --bind HOST:PORT, [V6]:PORT or :PORT, like node_exporter's and dcgm-exporter's listen
+  // addresses; a bare IPv6 address (several colons, no brackets) has no port.
+  std::optional<std::string> bind_port;
+  if (bind.starts_with('[')) {
+    const auto close = bind.find(']');
+    if (close == std::string::npos) return report_error(context.err, "--bind " + bind + ": no closing ']'", "", k_exit_usage);
+    if (close + 1 < bind.size()) {
+      if (bind[close + 1] != ':')
+        return report_error(context.err, "--bind " + bind + ": expected [ADDRESS]:PORT", "", k_exit_usage);
+      bind_port = bind.substr(close + 2);
+    }
+    bind = bind.substr(1, close - 1);
+  } else if (std::count(bind.begin(), bind.end(), ':') == 1) {
+    const auto colon = bind.find(':');
+    bind_port = bind.substr(colon + 1);
+    bind = colon == 0 ? "0.0.0.0" : bind.substr(0, colon);
+  }
   std::uint16_t port = 9808;
+  auto port_of = [](const std::string& text) -> std::optional<std::uint16_t> {
+    auto n = parse_int(text);
+    if (!n || *n < 0 || *n > 65535) return std::nullopt;
+    return static_cast<std::uint16_t>(*n);
+  };
+  if (bind_port) {
+    auto n = port_of(*bind_port);
+    if (!n) return report_error(context.err, "--bind: the port must be 0..65535, not '" + *bind_port + "'", "", k_exit_usage);
+    port = *n;
+  }
   if (auto p = parsed->value("--port")) {
-    auto n = parse_int(*p);
-    if (!n || *n < 0 || *n > 65535)
-      return report_error(context.err, "--port must be 0..65535, not '" + *p + "'", "", k_exit_usage);
-    port = static_cast<std::uint16_t>(*n);
+    auto n = port_of(*p);
+    if (!n) return report_error(context.err, "--port must be 0..65535, not '" + *p + "'", "", k_exit_usage);
+    if (bind_port && *n != port)
+      return report_error(context.err, "--bind names port " + std::to_string(port) + ", --port " + *p,
+                          "give the port once", k_exit_usage);
+    port = *n;
   }
 
   std::string token;
@@ -134,7 +164,11 @@ int run_serve(CommandContext& context) {
 
   platform::install_termination_handlers();
   auto server = telemetry::TelemetryServer::start(std::move(options));
-  if (!server) return report_error(context.err, "cannot listen: " + server.error().message, "", k_exit_error);
+  if (!server)
+    return report_error(context.err, "cannot listen: " + server.error().message,
+                        "another program may hold port " + std::to_string(port) +
+                            " (another gpuhost serve, dcgm-exporter): pick one with --port N, or --port 0 for a free one",
+                        k_exit_error);
 
   if (common->json) {
     json::Value doc = json::Value::object();

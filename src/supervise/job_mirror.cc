@@ -25,8 +25,6 @@ JobMirror::JobMirror(JobRecorder& recorder, const JobSpec& spec, const JobPaths&
                      std::unique_ptr<Mirror> mirror)
     : m_recorder(recorder), m_spec(spec), m_paths(paths), m_scope(std::move(scope)), m_mirror(std::move(mirror)) {}
 
-std::string node_mirror_scope(const std::string& job, int node) { return job + "/node-" + std::to_string(node); }
-
 Result<std::vector<std::int64_t>> durable_remote_steps(const JobSpec& spec, const std::string& scope) {
   RemoteSettings settings = GPUHOST_TRY(load_remote_settings(spec));
   const crypt::EncryptionKey* key = settings.key ? &*settings.key : nullptr;

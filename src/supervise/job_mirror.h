@@ -80,7 +80,5 @@ class JobMirror {
 // The steps of the checkpoints under `scope` whose manifests authenticate, newest first: what
 // a node of a multi-node job can restore, said when it joins. Errors: the store cannot be listed.
 [[nodiscard]] Result<std::vector<std::int64_t>> durable_remote_steps(const JobSpec& spec, const std::string& scope);
-// The scope of node `node`'s copies of a node-local checkpoint folder: <job>/node-<K>.
-[[nodiscard]] std::string node_mirror_scope(const std::string& job, int node);
 
 }  // namespace gpuhost::supervise

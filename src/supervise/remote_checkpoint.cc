@@ -232,6 +232,8 @@ Result<void> authenticate_manifest(const CheckpointManifest& manifest, const cry
   return {};
 }
 
+std::string node_mirror_scope(std::string_view job, int node) { return std::string(job) + "/node-" + std::to_string(node); }
+
 std::string manifest_key(std::string_view job, std::string_view remote_id) {
   return std::string(job) + "/" + std::string(remote_id) + "/manifest.json";
 }

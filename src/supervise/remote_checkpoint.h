@@ -68,6 +68,9 @@ struct CheckpointManifest {
 [[nodiscard]] Result<void> authenticate_manifest(const CheckpointManifest& manifest, const crypt::EncryptionKey* key);
 
 [[nodiscard]] std::string manifest_key(std::string_view job, std::string_view remote_id);
+// The key prefix ("scope", used as `job` above) of node `node`'s copies of a multi-node job with
+// node-local checkpoint folders: <job>/node-<K> (doc/remote-store.md).
+[[nodiscard]] std::string node_mirror_scope(std::string_view job, int node);
 [[nodiscard]] std::string object_key(std::string_view job, std::string_view remote_id, std::string_view file);
 
 // A stable name for a checkpoint in the remote: "step-<12-digit step>-<16 hex of its content

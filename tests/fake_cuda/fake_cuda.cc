@@ -63,6 +63,7 @@ struct State {
   std::mutex mutex;
   bool loaded = false;
   std::string load_error;
+  int device_count_error = 0;  // the scenario's cudaGetDeviceCount answer, e.g. 35 (no driver)
   std::vector<Device> devices;
   int current = -1;  // no cudaSetDevice yet
   std::map<std::uintptr_t, Allocation> allocations;
@@ -101,6 +102,7 @@ void load(State& s) {
     s.load_error = std::string("malformed scenario ") + path;
     return;
   }
+  s.device_count_error = static_cast<int>(doc->get_int("device_count_error", 0));
   int index = 0;
   for (const auto& d : doc->find("devices")->items()) {
     Device dev;
@@ -166,6 +168,10 @@ FAKE_EXPORT int cudaGetDeviceCount(int* count) {
   load(s);
   if (!s.load_error.empty()) return fail(k_no_device, s.load_error);
   if (!count) return fail(k_invalid_value, "cudaGetDeviceCount(nullptr)");
+  if (s.device_count_error != 0) {
+    *count = 0;
+    return s.device_count_error;  // an answer of the real runtime, not a misuse
+  }
   *count = static_cast<int>(s.devices.size());
   return k_success;
 }

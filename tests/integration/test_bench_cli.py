@@ -225,6 +225,22 @@ class GpuAgainstFakeCuda(unittest.TestCase):
         measurement(report, "memory.triad_gbps")
         measurement(report, "disk.randread_iops")
 
+    def test_bench_gpu_on_a_host_without_a_gpu_fails_and_says_there_is_none(self):
+        # The runtime answers "insufficient driver" (35) where there is no driver because there
+        # is no NVIDIA GPU; NVML cannot be loaded either (no such library), as doctor sees it.
+        env = {"GPUHOST_CUDART_LIBRARY": FAKE_CUDART, "GPUHOST_CUBLAS_LIBRARY": FAKE_CUBLAS,
+               "GPUHOST_FAKE_CUDA_SCENARIO": os.path.join(CUDA_SCENARIOS, "no_driver.json"),
+               "GPUHOST_NVML_LIBRARY": "/nonexistent/libnvidia-ml.so.1"}
+        proc = run(["bench", "gpu", "--quick"], env=env)
+        self.assertEqual(proc.returncode, 3, proc.stdout + proc.stderr)
+        self.assertIn("no NVIDIA GPU or driver on this host", proc.stderr)
+        self.assertIn("gpuhost doctor", proc.stderr)
+        self.assertNotIn("older than", proc.stderr)
+        # bench all still measures what it can and says why the GPU is missing.
+        proc, report = bench_json(["all", "--quick", "--path", tmp_dir("bench-nodriver")], env=env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("no NVIDIA GPU or driver", report["unavailable"][0]["reason"])
+
     def test_a_runtime_without_a_gpu_says_what_to_check(self):
         # Without a scenario the fake runtime answers cudaErrorNoDevice (100), as the real one does
         # on a host whose driver sees no GPU.

@@ -162,6 +162,16 @@ class CommandLine(GpuhostTestCase):
         listing = run(["help"])
         self.assertIn("doctor", listing.stdout)
 
+    def test_help_json_lists_every_command_and_gives_one_commands_text(self):
+        listing = run(["help", "--json"])
+        self.assertEqual(listing.returncode, 0, listing.stderr)
+        names = [c["name"] for c in json.loads(listing.stdout)["commands"]]
+        self.assertIn("doctor", names)
+        self.assertIn("run", names)
+        one = json.loads(run(["help", "doctor", "--json"]).stdout)
+        self.assertEqual(one["name"], "doctor")
+        self.assertEqual(one["help"], run(["doctor", "--help"]).stdout)
+
     def test_colour_only_when_asked_or_on_a_terminal(self):
         env = scenario_env("a100_sxm4_80gb_x8")
         plain = run(["doctor", "--no-python", "--only", "gpu"], env=env)

@@ -455,6 +455,11 @@ class NativeTrainerAcrossHosts(RemoteStoreCase):
             self.assertEqual(got.read(), want.read())
         proc = h.ckpt("list")
         self.assertIn("encrypted", proc.stdout + proc.stderr)  # no key: listed as needing one
+        # --dry-run says what would go and leaves it there.
+        proc = h.ckpt("prune", "--keep", "1", "--dry-run", "--json", "--encryption-key-file", host_path(h.key_file))
+        self.assert_exit(proc, 0)
+        self.assertEqual(json.loads(proc.stdout), [e["remote_id"] for e in listed[1:]])
+        self.assertEqual(len(self.moto.manifests("manual")), len(names))
         proc = h.ckpt("prune", "--keep", "1", "--encryption-key-file", host_path(h.key_file))
         self.assert_exit(proc, 0)
         self.assertEqual(len(self.moto.manifests("manual")), 1)

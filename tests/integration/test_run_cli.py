@@ -910,6 +910,12 @@ class VerifyJobsStatus(RunTestCase):
         self.assertEqual(status["resume_from"], status["checkpoints"][-1]["id"])
         self.assertTrue(all({"time", "type", "summary"} <= set(e) for e in status["events"]))
 
+        # Without a name: the only job there is.
+        only = job.gpuhost("status", "--json")
+        self.assert_exit(only, 0)
+        self.assertEqual(json.loads(only.stdout)["name"], job.name)
+        self.assertEqual(only.stderr, "")
+
         listing = job.gpuhost("jobs", "--json")
         self.assert_exit(listing, 0)
         [entry] = json.loads(listing.stdout)
@@ -930,6 +936,19 @@ class VerifyJobsStatus(RunTestCase):
                           30: "committed"})
         self.assertEqual(sorted(os.listdir(job.ck)), ["step-000005.pt", "step-000025.pt", "step-000030.pt"])
         self.assertEqual(job.final_state(), reference_state(30))
+
+        # A second job in the same home, run last: status without a name shows it and says so.
+        other = job.gpuhost("run", "--name", "pin-keep-other", "--checkpoints", os.path.join(job.dir, "other-ck"),
+                            "--cloud", "none", "--", PYTHON, "-c", "pass")
+        self.assert_exit(other, 0)
+        newest = job.gpuhost("status")
+        self.assert_exit(newest, 0)
+        self.assertTrue(newest.stdout.startswith("pin-keep-other"), newest.stdout)
+        self.assertIn("pin-keep-other, the newest of 2 jobs", newest.stderr)
+        self.assertIn("1 supervisor, 1 trainer start, 0 crash restarts, 0 preemptions", newest.stdout)
+        empty = subprocess.run([BIN, "status", "--jobs-dir", job.dir], env=job.env(), capture_output=True, text=True)
+        self.assert_exit(empty, 2)
+        self.assertIn("no jobs in", empty.stderr)
 
 
 @unittest.skipIf(IS_WINDOWS_BUILD, "Linux build")

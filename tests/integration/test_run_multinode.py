@@ -9,6 +9,7 @@ workers are asked to save, both commit the same checkpoint written after the not
 that dies (gpuhost and trainers SIGKILLed) gets the other node's trainer stopped within 30 s
 (not after torchrun's minutes) and an exit 75 (outcome peer_lost); the rerun resumes from the
 newest step committed on both nodes. Skipped without Debian's python3-torch."""
+import json
 import os
 import shutil
 import signal
@@ -16,7 +17,7 @@ import subprocess
 import time
 import unittest
 
-from gpuhost_test import IS_WINDOWS_BUILD, TMP
+from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP
 from test_run_cli import Job, RunTestCase, torch_available
 from test_run_save_requests import DDP_TRAINER, free_port, reference
 
@@ -197,6 +198,11 @@ class TwoNodes(RunTestCase):
             manifests = [k for k in moto.keys("%s/node-%d/" % (job, rank)) if k.endswith("/manifest.json")]
             self.assertTrue(manifests, moto.keys(job + "/"))
         self.assertFalse([k for k in moto.keys(job + "/") if k.count("/") == 2 and k.endswith("/manifest.json")])
+        # gpuhost ckpt reads one node's copies.
+        listed = subprocess.run([BIN, "ckpt", "list", "--remote", moto.store_url(), "--job", job, "--node", "1", "--json"],
+                                env=moto.env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(listed.returncode, 0, listed.stderr)
+        self.assertIn(newest[1], [e["step"] for e in json.loads(listed.stdout)])
 
         # Replacement hosts: fresh homes, empty folders. Each restores its own node's copy of the
         # agreed step from S3 and both resume from it, ending bit-identical.

@@ -224,6 +224,28 @@ class ServeA100(unittest.TestCase):
 
 
 class ServeAccess(unittest.TestCase):
+    def test_bind_takes_host_and_port_as_node_exporter_does(self):
+        server = Server(["--bind", "127.0.0.1:0"], env=scenario_env("a100_sxm4_80gb_x8"))
+        try:
+            self.assertEqual(server.start["bind"], "127.0.0.1")
+            self.assertGreater(server.port, 0)
+            self.assertEqual(server.get("/metrics")[0], 200)
+        finally:
+            server.stop()
+        proc = run(["serve", "--bind", "127.0.0.1:9000", "--port", "9001"], env=scenario_env("a100_sxm4_80gb_x8"),
+                   timeout=60)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("give the port once", proc.stderr)
+
+    def test_a_busy_port_says_how_to_pick_another(self):
+        with socket.socket() as holder:
+            holder.bind(("127.0.0.1", 0))
+            holder.listen(1)
+            port = holder.getsockname()[1]
+            proc = run(["serve", "--port", str(port)], env=scenario_env("a100_sxm4_80gb_x8"), timeout=60)
+        self.assertEqual(proc.returncode, 3, proc.stderr)
+        self.assertIn("--port 0", proc.stderr)
+
     def test_non_loopback_bind_without_token_exits_2(self):
         proc = run(["serve", "--bind", "0.0.0.0", "--port", "0"], env=scenario_env("a100_sxm4_80gb_x8"), timeout=60)
         self.assertEqual(proc.returncode, 2, proc.stderr)
