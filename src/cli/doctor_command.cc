@@ -1,3 +1,4 @@
+#include <filesystem>
 #include <fstream>
 #include <ostream>
 
@@ -96,6 +97,14 @@ Result<DoctorOptions> parse_doctor_options(std::span<const std::string> args) {
   o.from = parsed.value("--from").value_or("");
   o.save = parsed.value("--save").value_or("");
   o.pythons = parsed.values("--python");
+  // A path that names no file is a typo, not a finding: said before anything runs. A bare name
+  // (python3.10) is looked up on PATH when it runs.
+  for (const auto& python : o.pythons) {
+    std::error_code ec;
+    const bool is_path = python.find('/') != std::string::npos || python.find('\\') != std::string::npos;
+    if (is_path && !std::filesystem::exists(python, ec))
+      return make_error(ErrorCode::invalid_argument, "--python " + python + ": no such file (give the interpreter's path, or a name on PATH)");
+  }
   o.no_python = parsed.has("--no-python");
   o.full_probe = parsed.has("--full-probe");
   if (auto t = parsed.value("--python-timeout")) {

@@ -13,8 +13,8 @@ void judge_host(const HostFacts& facts, Findings& out) {
   const auto& sys = facts.system;
   {
     auto& f = out.add(Layer::host, Severity::info, "host.os", "Operating system");
-    f.subject = sys.hostname;
-    f.evidence.push_back(sys.os.name.empty() ? platform::os_family_name(sys.os.family) : sys.os.name);
+    f.subject = sys.os.name.empty() ? platform::os_family_name(sys.os.family) : sys.os.name;
+    if (!sys.hostname.empty()) f.evidence.push_back("host name " + sys.hostname);
     if (!sys.os.kernel.empty()) f.evidence.push_back("kernel/build " + sys.os.kernel);
     if (!sys.os.machine.empty()) f.evidence.push_back("architecture " + sys.os.machine);
     if (sys.os.under_wine) f.evidence.push_back("running under Wine " + sys.os.wine_version);

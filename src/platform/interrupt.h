@@ -10,8 +10,4 @@ namespace gpuhost::platform {
 void install_interrupt_handler();
 [[nodiscard]] bool interrupt_requested();
 
-// For tests: behave as if Ctrl-C had been pressed / clear the flag.
-void request_interrupt();
-void clear_interrupt();
-
 }  // namespace gpuhost::platform

@@ -29,7 +29,5 @@ void install_interrupt_handler() {
 }
 
 bool interrupt_requested() { return g_interrupts.load() > 0; }
-void request_interrupt() { g_interrupts.store(1); }
-void clear_interrupt() { g_interrupts.store(0); }
 
 }  // namespace gpuhost::platform

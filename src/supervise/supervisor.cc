@@ -156,6 +156,12 @@ SupervisorResult Supervisor::finish(Outcome outcome, std::string reason) {
   fields["supervisor_peak_rss_bytes"] = self.peak_rss_bytes;
   fields["child_cpu_ms"] = m_child_cpu.count() / 1000;
   fields["child_peak_rss_bytes"] = m_child_peak_rss;
+  // Lost output lines never stop training, but are said (a full disk, a folder gone).
+  const std::uint64_t lost_writes = m_stdout_log.failed_writes() + m_stderr_log.failed_writes();
+  fields["log_writes_failed"] = lost_writes;
+  if (lost_writes > 0)
+    message(std::to_string(lost_writes) + " writes of the trainer's output to " + m_paths.logs().string() +
+            " failed (a full disk?): those lines are not in the logs");
   record("supervisor_stopped", std::move(fields));
   // The peers learn of the end once it is journalled: node 0 may requeue the job when they have.
   if (m_peers) m_peers->end(outcome_name(outcome));

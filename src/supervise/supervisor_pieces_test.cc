@@ -13,6 +13,7 @@
 #include "supervise/checkpoint_ledger.h"
 #include "supervise/job_identity.h"
 #include "supervise/job_recorder.h"
+#include "supervise/output_log.h"
 #include "supervise/storage_probe.h"
 #include "supervise/trainer_launch.h"
 
@@ -53,6 +54,28 @@ TEST(StorageProbe, NodeZeroSeesAProbeOnlyInTheFolderItWasWrittenTo) {
   EXPECT_FALSE(sees_storage_probe(shared, 1, *nonce));
   remove_storage_probe(shared, 1);
   EXPECT_FALSE(fs::exists(storage_probe_path(shared, 1)));
+}
+
+TEST(RotatingLog, RotatesAtItsCapAndCountsTheWritesThatFailed) {
+  ScratchDir scratch("rotating-log");
+  {
+    RotatingLog log(scratch.path() / "logs" / "stdout.log", 10, 2);
+    log.write("0123456789");
+    log.write("abc");        // over the cap: the full file becomes .1
+    log.write("defghijkl");  // again: .1 becomes .2
+    log.write("more");       // again: the oldest (keep = 2) is deleted
+    EXPECT_EQ(log.failed_writes(), 0u);
+  }
+  EXPECT_EQ(read_bytes(scratch.path() / "logs" / "stdout.log"), "more");
+  EXPECT_EQ(read_bytes(scratch.path() / "logs" / "stdout.log.1"), "defghijkl");
+  EXPECT_EQ(read_bytes(scratch.path() / "logs" / "stdout.log.2"), "abc");
+  EXPECT_FALSE(fs::exists(scratch.path() / "logs" / "stdout.log.3"));
+  // A log whose folder cannot exist (a file is in the way): lines are lost, and counted.
+  write_bytes(scratch.path() / "blocked", "a file");
+  RotatingLog lost(scratch.path() / "blocked" / "stdout.log");
+  lost.write("line 1\n");
+  lost.write("line 2\n");
+  EXPECT_EQ(lost.failed_writes(), 2u);
 }
 
 TEST(JobRecorder, FoldsEachRecordAsItIsAppendedAndReopensToTheSameState) {

@@ -2,6 +2,7 @@
 fake-NVML scenarios through the real loader, saved reports judged again, bad input, the CLI."""
 import json
 import os
+import socket
 import time
 import unittest
 
@@ -153,6 +154,19 @@ class CommandLine(GpuhostTestCase):
         proc = run(["doctor", "--jsno"])
         self.assertEqual(proc.returncode, 2)
         self.assertIn("did you mean '--json'?", proc.stderr)
+
+    def test_a_python_path_that_names_no_file_is_a_usage_error(self):
+        proc = run(["doctor", "--python", host_path(os.path.join(tmp_dir("no-python"), "nonexistent"))])
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        self.assertIn("no such file", proc.stderr)
+        self.assertEqual(proc.stdout, "")
+
+    def test_the_operating_system_row_names_the_system_not_the_host(self):
+        proc = run(["doctor", "--json", "--only", "host", "--no-python"])
+        [row] = [f for f in json.loads(proc.stdout)["findings"] if f["id"] == "host.os"]
+        self.assertNotEqual(row["subject"], socket.gethostname())
+        self.assertTrue(row["subject"])
+        self.assertIn("host name " + socket.gethostname(), row["evidence"])
 
     def test_help_has_examples_and_exit_codes(self):
         proc = run(["doctor", "--help"])
