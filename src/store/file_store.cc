@@ -198,11 +198,13 @@ Result<std::uint64_t> FileStore::get_to_file(std::string_view key, const fs::pat
   std::string what = "copying " + path.string() + " to " + file.string();
   if (auto done = check_if_match(path, options, what); !done) return std::unexpected(done.error());
   ByteRange range = GPUHOST_TRY(effective_range(path, options, what));
-  std::error_code ec;
-  if (!fs::exists(file, ec)) std::ofstream(file, std::ios::binary).close();
-  if (!options.range) {
-    fs::resize_file(file, file_offset, ec);
-    if (ec) return std::unexpected(fs_error(what, ec));
+  {
+    auto target = platform::AppendFile::open(file);  // creates it when absent
+    if (!target) return std::unexpected(with_context(target.error(), what));
+    if (!options.range) {  // a whole-object copy ends the file where the object ends
+      if (auto done = target->truncate(file_offset); !done)
+        return std::unexpected(with_context(done.error(), what));
+    }
   }
   std::ifstream in(path, std::ios::binary);
   std::fstream out(file, std::ios::binary | std::ios::in | std::ios::out);

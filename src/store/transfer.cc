@@ -1,7 +1,6 @@
 #include "store/transfer.h"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -148,12 +147,14 @@ Result<std::uint64_t> download_file(ObjectStore& store, std::string_view key, co
   fs::path partial = file;
   partial += ".partial";
   {
-    std::ofstream create(partial, std::ios::binary | std::ios::trunc);
-    if (!create) return make_error(ErrorCode::io_error, what + ": cannot create " + partial.string());
+    // Not fs::resize_file: on Windows it goes through MinGW's ftruncate64, which walks every volume
+    // to check free space first and fails with EFBIG when that walk stumbles, though the disk has room.
+    auto sized = platform::AppendFile::open(partial);
+    if (!sized) return std::unexpected(with_context(sized.error(), what));
+    if (auto done = sized->truncate(info->size); !done)
+      return std::unexpected(with_context(done.error(), what));
   }
   std::error_code ec;
-  fs::resize_file(partial, info->size, ec);
-  if (ec) return make_error(ErrorCode::io_error, what + ": sizing " + partial.string() + ": " + ec.message());
 
   std::uint64_t range = std::max<std::uint64_t>(options.range_size, 1);
   std::size_t count = static_cast<std::size_t>((info->size + range - 1) / range);
