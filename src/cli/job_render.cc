@@ -68,26 +68,6 @@ std::string render_record_line(const supervise::JournalRecord& record, const Ter
   return line;
 }
 
-namespace {
-
-// The newest step any node of the job committed: a node behind it is late.
-std::optional<std::int64_t> newest_node_step(const supervise::JobState& state) {
-  std::optional<std::int64_t> newest;
-  for (const auto& node : state.nodes)
-    if (node.step && (!newest || *node.step > *newest)) newest = node.step;
-  return newest;
-}
-
-bool node_late(const supervise::JobState::PeerNode& node, std::optional<std::int64_t> newest) {
-  return node.state == "joined" && newest && (!node.step || *node.step < *newest);
-}
-
-// Node 0 hears every node's commits; the others know only their own.
-bool knows_every_node(const supervise::JobState& state) { return state.self_node == 0 && state.nodes.size() > 1;
-}
-
-}  // namespace
-
 json::Value job_status_json(const supervise::JobState& state) {
   json::Value doc = json::Value::object();
   doc["phase"] = shown_phase(state);
@@ -96,7 +76,6 @@ json::Value job_status_json(const supervise::JobState& state) {
   doc["global_step"] = state.global_step ? json::Value(*state.global_step) : json::Value();
   doc["peer_lost"] = state.peer_lost;
   json::Value nodes = json::Value::array();
-  const auto newest = newest_node_step(state);
   for (const auto& node : state.nodes) {
     json::Value item = json::Value::object();
     item["node"] = node.node;
@@ -104,7 +83,7 @@ json::Value job_status_json(const supervise::JobState& state) {
     item["step"] = node.step ? json::Value(*node.step) : json::Value();
     item["state"] = node.state;
     item["reason"] = node.reason;
-    item["late"] = knows_every_node(state) && node_late(node, newest);
+    item["late"] = state.node_late(node);
     nodes.push_back(std::move(item));
   }
   doc["nodes"] = std::move(nodes);
@@ -184,14 +163,13 @@ void render_job_status(std::ostream& out, const std::string& name, const std::fi
   if (!state.topology.empty()) out << "  where        " << state.topology << "\n";
   if (state.global_step) out << "  all nodes    step " << *state.global_step << " committed on every node\n";
   if (!state.peer_lost.empty()) out << "  " << style.yellow("peer         " + state.peer_lost) << "\n";
-  if (knows_every_node(state)) {
-    const auto newest = newest_node_step(state);
+  if (state.knows_every_node()) {
     std::string line;
     for (const auto& node : state.nodes) {
       std::string item = "node " + std::to_string(node.node) + (state.self_node == node.node ? " (this)" : "") + " " +
                          (node.step ? "step " + std::to_string(*node.step) : std::string("no step yet"));
       if (node.state != "joined") item += ", " + node.state;
-      if (node_late(node, newest)) item += ", late";
+      if (state.node_late(node)) item += ", late";
       line += (line.empty() ? "" : "; ") + item;
     }
     out << "  nodes        " << line << "\n";

@@ -444,6 +444,14 @@ void fold_record(JobState& state, const JournalRecord& record) {
 
 }  // namespace
 
+bool JobState::node_late(const PeerNode& node) const {
+  if (!knows_every_node() || node.state != "joined") return false;
+  std::optional<std::int64_t> newest;
+  for (const auto& each : nodes)
+    if (each.step && (!newest || *each.step > *newest)) newest = each.step;
+  return newest && (!node.step || *node.step < *newest);
+}
+
 const char* job_phase_name(JobPhase phase) {
   switch (phase) {
     case JobPhase::new_job: return "new";

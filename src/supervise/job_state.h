@@ -117,6 +117,11 @@ struct JobState {
   bool mirrored = false;  // a remote mirror record was seen (the job runs with --remote)
   std::vector<PendingUpload> pending_uploads;
   std::vector<RestoredCheckpoint> restored;
+
+  // Node 0 hears every node's commits; the others know only their own.
+  [[nodiscard]] bool knows_every_node() const { return self_node == 0 && nodes.size() > 1; }
+  // On node 0: `node` is there but behind the newest step any node committed.
+  [[nodiscard]] bool node_late(const PeerNode& node) const;
 };
 
 // The one human line for a record, as `gpuhost status` lists it and `gpuhost run` prints it as it

@@ -128,6 +128,25 @@ void append_job_summary(std::string& out, const std::string& name, const JobJour
     append_string(out, *s.last_exit);
   else
     out += "null";
+  // A multi-node job (doc/run-multinode.md): where this node runs, the newest step on every
+  // node, and (on node 0) each node's newest commit and whether it is late.
+  out += ",\"topology\":";
+  append_string(out, s.topology);
+  out += ",\"global_step\":";
+  out += s.global_step ? std::to_string(*s.global_step) : "null";
+  out += ",\"peer_lost\":";
+  append_string(out, s.peer_lost);
+  out += ",\"nodes\":[";
+  for (std::size_t i = 0; i < s.nodes.size(); ++i) {
+    const auto& node = s.nodes[i];
+    if (i) out += ',';
+    out += "{\"node\":" + std::to_string(node.node) +
+           ",\"self\":" + (s.self_node == node.node ? "true" : "false") +
+           ",\"step\":" + (node.step ? std::to_string(*node.step) : "null") + ",\"state\":";
+    append_string(out, node.state);
+    out += std::string(",\"late\":") + (s.node_late(node) ? "true" : "false") + "}";
+  }
+  out += ']';
   out += ",\"journal\":{\"records\":" + std::to_string(view.records) +
          ",\"corrupt_records\":" + std::to_string(view.corrupt_records) + ",\"error\":";
   append_string(out, view.read_error);

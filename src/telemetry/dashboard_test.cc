@@ -206,6 +206,31 @@ TEST_F(DashboardApi, ListsJobsWithTheirStateAndSeries) {
   EXPECT_DOUBLE_EQ(jobs[0].get_number("last_time"), 1009);
 }
 
+TEST_F(DashboardApi, AMultiNodeJobShowsEachNodesStepAndWhichIsLate) {
+  // Node 0 of a two-node job: it committed step 300, node 1 only 200.
+  append("peers_started", {{"role", "leader"}, {"node", 0}, {"nnodes", 2}, {"leader", "127.0.0.1:29501"}});
+  append("peer_joined", {{"node", 1}});
+  append("resume_agreed", {{"step", json::Value()}, {"storage", "node_local"}});
+  append("checkpoint_committed",
+         {{"path", "/ck/step-300.pt"}, {"format", "torch_zip"}, {"size_bytes", 100}, {"step", 300}});
+  append("peer_committed", {{"node", 1}, {"step", 200}});
+  append("global_commit", {{"step", 200}});
+  auto doc = get_json("/api/jobs");
+  const auto& job = doc.find("jobs")->items().at(0);
+  EXPECT_EQ(job.get_int("global_step"), 200);
+  const auto& nodes = job.find("nodes")->items();
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_TRUE(nodes[0].get_bool("self"));
+  EXPECT_EQ(nodes[0].get_int("step"), 300);
+  EXPECT_FALSE(nodes[0].get_bool("late"));
+  EXPECT_EQ(nodes[1].get_int("step"), 200);
+  EXPECT_EQ(nodes[1].get_string("state"), "joined");
+  EXPECT_TRUE(nodes[1].get_bool("late"));
+  // The detail view carries the same.
+  auto detail = get_json("/api/job/train1");
+  EXPECT_EQ(detail.find("nodes")->items().size(), 2u);
+}
+
 TEST_F(DashboardApi, JobDetailGivesMarkersWithEpochTimes) {
   auto doc = get_json("/api/job/train1");
   const auto& checkpoints = doc.find("checkpoints")->items();

@@ -13,7 +13,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
-const { writeTrainingJob, lossAt } = require('./fixture');
+const { JobWriter, writeTrainingJob, lossAt } = require('./fixture');
 
 const BIN = process.env.GPUHOST_BIN;
 const WINE = process.env.GPUHOST_WINE || '';
@@ -102,6 +102,22 @@ function tensorboardEma(values, w) {
   });
 }
 
+// Node 0's journal of a two-node job (doc/run-multinode.md): it committed step 300, node 1 only
+// step 200, so step 200 is on every node and node 1 is late.
+function writeTwoNodeJob(root, name) {
+  const job = new JobWriter(root, name);
+  const t0 = 1767225600;
+  job.record('job_created', t0, { name, command: ['torchrun', 'train.py'], checkpoint_location: '/ckpt' });
+  job.record('supervisor_started', t0, { pid: 100, cloud: 'none', after_crash: false, topology: 'node 0 of 2 (torchrun)' });
+  job.record('peers_started', t0 + 1, { role: 'leader', node: 0, nnodes: 2, leader: '127.0.0.1:29501' });
+  job.record('peer_joined', t0 + 2, { node: 1 });
+  job.record('resume_agreed', t0 + 2, { step: null, storage: 'node_local' });
+  job.record('checkpoint_committed', t0 + 30, { path: '/ckpt/step-300.pt', snapshot: '', format: 'torch_zip',
+                                                size_bytes: 100, content_hash: 'xxh3-128:1', step: 300, modified: '' });
+  job.record('peer_committed', t0 + 31, { node: 1, step: 200 });
+  job.record('global_commit', t0 + 31, { step: 200 });
+}
+
 fs.mkdirSync(TMP, { recursive: true });
 const root = fs.mkdtempSync(path.join(TMP, 'gpuhost-dashboard-'));
 const jobs = path.join(root, 'jobs');
@@ -113,6 +129,7 @@ before(async () => {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   fixture = writeTrainingJob(jobs, 'mnist', { steps: 500, checkpointEvery: 100 });
   writeTrainingJob(jobs, 'big', { steps: 50000, checkpointEvery: 10000 });
+  writeTwoNodeJob(jobs, 'ddp');
   server = await startServe(jobs);
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, chromiumSandbox: false });
 });
@@ -199,6 +216,20 @@ test('the loss chart holds exactly the points the trainer wrote, with its marker
   const byStep = await page.evaluate(() => window.gpuhost.series.loss);
   assert.deepEqual(byStep.step, fixture.expected.step.concat(more.map((p) => p.step)));
   await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-step-axis.png'), fullPage: true });
+  await context.close();
+});
+
+test('a multi-node job shows the step every node has and which node is late', async () => {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  const { page, problems } = await openDashboard(context, server.info.dashboard + '?job=ddp');
+  await page.waitForFunction(() => document.getElementById('job-state').textContent.includes('node 1'), null,
+                             { timeout: 30000 });
+  const text = await page.locator('#job-state').innerText();
+  assert.match(text, /1 checkpoint,/);
+  assert.match(text, /all nodes: step 200/);
+  assert.match(text, /node 0 step 300, node 1 step 200 \(late\)/);
+  assert.deepEqual(problems, []);
+  await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-two-nodes.png'), fullPage: true });
   await context.close();
 });
 

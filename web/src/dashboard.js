@@ -335,8 +335,17 @@
   // ---- the job ---------------------------------------------------------------------------
 
   function applyJob(job) {
-    const phase = job.phase + (job.last_step !== null ? ', step ' + job.last_step : '') +
-                  ', ' + job.checkpoints + ' checkpoints, ' + job.restarts + ' restarts, ' + job.preemptions + ' preemptions';
+    const count = (n, word) => n + ' ' + word + (n === 1 ? '' : 's');
+    let phase = job.phase + (job.last_step !== null ? ', step ' + job.last_step : '') +
+                ', ' + count(job.checkpoints, 'checkpoint') + ', ' + count(job.restarts, 'restart') +
+                ', ' + count(job.preemptions, 'preemption');
+    // A multi-node job: the step every node has, and on node 0 which node is behind or gone.
+    if (job.global_step !== null && job.global_step !== undefined) phase += '; all nodes: step ' + job.global_step;
+    if (job.nodes && job.nodes.length > 1 && job.nodes.some((n) => n.self && n.node === 0)) {
+      const node = (n) => 'node ' + n.node + ' ' + (n.step === null ? 'no step yet' : 'step ' + n.step) +
+                          (n.state !== 'joined' ? ' (' + n.state + ')' : '') + (n.late ? ' (late)' : '');
+      phase += '; ' + job.nodes.map(node).join(', ');
+    }
     $('job-state').textContent = phase;
   }
 
