@@ -12,14 +12,13 @@ import hashlib
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from gpuhost_test import IS_WINDOWS_BUILD, WINE, host_path, tmp_dir  # noqa: E402
+from gpuhost_test import IS_WINDOWS_BUILD, WINE, have, host_path, needs, tmp_dir  # noqa: E402
 from moto_s3 import MotoS3, free_port, wait_for_port  # noqa: E402
 
 TOOL = os.environ.get("GPUHOST_STORE_TOOL", "")
@@ -29,8 +28,7 @@ MIB = 1 << 20
 FAST = ["--stall-timeout-ms", "2000", "--base-delay-ms", "50", "--attempts", "4"]
 
 
-@unittest.skipUnless(shutil.which("moto_server") and shutil.which("aws"),
-                     "moto_server and the aws CLI are needed (pip install 'moto[server]' awscli)")
+@needs(have("moto_server", "aws"), "moto_server and the aws CLI (Debian's python3-moto and awscli)")
 class StoreThroughFaultProxy(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

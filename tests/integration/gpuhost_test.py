@@ -1,7 +1,9 @@
 """Shared support for the integration tests: run the built gpuhost (natively, or the Windows build
 through Wine) and read its JSON output. Standard library only."""
+import functools
 import json
 import os
+import shutil
 import subprocess
 import unittest
 
@@ -10,6 +12,61 @@ WINE = os.environ.get("GPUHOST_WINE", "")          # scripts/wine-run.sh for the
 FAKE_NVML = os.environ.get("GPUHOST_FAKE_NVML", "")  # the fake NVML library built by the tests
 SCENARIOS = os.environ.get("GPUHOST_SCENARIOS", "")
 IS_WINDOWS_BUILD = bool(WINE)
+
+# scripts/install-deps.sh installs every tool the tests use, and scripts/test.sh runs as root, so
+# under CI=true (test.sh sets it unless told otherwise) a missing one fails the test that needs it,
+# naming it, rather than skipping it. Skips by design (a Linux-only test in the Windows build)
+# stay skips: they use unittest.skipIf, not needs().
+STRICT = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+INSTALL_HINT = "scripts/install-deps.sh installs it"
+
+
+def missing(what):
+    """Inside a test: the dependency `what` is missing. A skip, or under CI=true a failure."""
+    message = "missing: %s (%s)" % (what, INSTALL_HINT)
+    if STRICT:
+        raise AssertionError(message + "; CI=true makes a missing dependency an error")
+    raise unittest.SkipTest(message)
+
+
+def needs(ok, what):
+    """Decorator for a test class or method that needs `what` (ok: whether it is here): without it
+    the test is skipped, or under CI=true fails naming it."""
+    def wrap(target):
+        if ok:
+            return target
+        if isinstance(target, type):
+            if not STRICT:  # each of its tests is reported skipped, with the reason
+                return unittest.skip("missing: %s (%s)" % (what, INSTALL_HINT))(target)
+
+            def set_up_class(cls):
+                missing(what)
+            target.setUpClass = classmethod(set_up_class)
+            return target
+
+        @functools.wraps(target)
+        def failing(*args, **kwargs):
+            missing(what)
+        return failing
+    return wrap
+
+
+def have(*tools):
+    """Every tool is on PATH (or in /usr/sbin, where Debian puts daemons)."""
+    return all(shutil.which(t) or os.path.exists("/usr/sbin/" + t) for t in tools)
+
+
+SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's python3-torch is installed for this one only
+
+
+@functools.cache
+def torch_available():
+    return os.path.exists(SYSTEM_PYTHON) and subprocess.run(
+        [SYSTEM_PYTHON, "-c", "import torch"], capture_output=True).returncode == 0
+
+
+def is_root():
+    return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
 def host_path(path):

@@ -5,14 +5,13 @@ unreachable peer, no CUDA, Ctrl-C). Under Wine (Windows build) the disk and memo
 fio, iperf3, the fake CUDA libraries (Linux .so) and signals are Linux-only here."""
 import json
 import os
-import shutil
 import statistics
 import signal
 import subprocess
 import time
 import unittest
 
-from gpuhost_test import BIN, FAKE_NVML, IS_WINDOWS_BUILD, SCENARIOS, host_path, run, tmp_dir
+from gpuhost_test import BIN, FAKE_NVML, IS_WINDOWS_BUILD, SCENARIOS, have, host_path, missing, needs, run, tmp_dir
 
 FAKE_CUDART = os.environ.get("GPUHOST_FAKE_CUDART", "")
 FAKE_CUBLAS = os.environ.get("GPUHOST_FAKE_CUBLAS", "")
@@ -65,7 +64,7 @@ CROSSCHECK = os.environ.get("GPUHOST_CROSSCHECK") == "1"
 
 @unittest.skipUnless(CROSSCHECK, "run by the bench_crosscheck test (GPUHOST_CROSSCHECK=1)")
 @unittest.skipIf(IS_WINDOWS_BUILD, "fio runs on Linux only here")
-@unittest.skipUnless(shutil.which("fio"), "fio not installed (scripts/install-deps.sh)")
+@needs(have("fio"), "fio")
 class DiskMatchesFio(unittest.TestCase):
     def test_iops_and_throughput_within_15_percent_of_fio(self):
         directory = tmp_dir("bench-fio")
@@ -112,7 +111,7 @@ class DiskMatchesFio(unittest.TestCase):
 
 @unittest.skipUnless(CROSSCHECK, "run by the bench_crosscheck test (GPUHOST_CROSSCHECK=1)")
 @unittest.skipIf(IS_WINDOWS_BUILD, "iperf3 runs on Linux only here")
-@unittest.skipUnless(shutil.which("iperf3"), "iperf3 not installed (scripts/install-deps.sh)")
+@needs(have("iperf3"), "iperf3")
 class NetworkMatchesIperf3(unittest.TestCase):
     def iperf3(self, reverse, streams, seconds):
         server = subprocess.Popen(["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", "5298"],
@@ -268,11 +267,11 @@ class Faults(unittest.TestCase):
     def test_a_read_only_filesystem_is_refused(self):
         target = tmp_dir("bench-readonly")
         if os.geteuid() != 0:
-            self.skipTest("mounting a read-only tmpfs needs root")
+            missing("root, to mount a tmpfs")
         mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", target],
                                  capture_output=True, text=True)
         if mounted.returncode != 0:
-            self.skipTest("cannot mount a read-only tmpfs: " + mounted.stderr.strip())
+            missing("a read-only tmpfs mount: " + mounted.stderr.strip())
         self.addCleanup(subprocess.run, ["umount", "-l", target], capture_output=True)
         proc = run(["bench", "disk", "--path", target])
         self.assertEqual(proc.returncode, 3, proc.stderr)

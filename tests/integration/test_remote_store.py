@@ -18,14 +18,13 @@ import subprocess
 import time
 import unittest
 
-from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP, WINE, host_path
+from gpuhost_test import BIN, IS_WINDOWS_BUILD, SYSTEM_PYTHON, TMP, WINE, have, host_path, missing, needs, torch_available
 from fake_metadata_server import MetadataServer
 from moto_s3 import MotoS3, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NATIVE_TRAINER = os.environ.get("GPUHOST_NATIVE_TRAINER", "")
 TORCH_TRAINER = os.path.join(HERE, "trainers", "torch_trainer.py")
-SYSTEM_PYTHON = "/usr/bin/python3"
 BUCKET = "gpuhost-remote"
 FAST = ["--cloud", "none", "--settle", "0.2", "--backoff", "0.1", "--max-backoff", "0.2", "--quiet"]
 SIZE = 4096
@@ -44,11 +43,6 @@ def read_journal(path):
 def parse_time(text):
     """A journal time (RFC 3339 UTC with milliseconds) as epoch seconds."""
     return datetime.datetime.strptime(text.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
-
-
-def torch_available():
-    return os.path.exists(SYSTEM_PYTHON) and subprocess.run(
-        [SYSTEM_PYTHON, "-c", "import torch"], capture_output=True).returncode == 0
 
 
 def gpuhost_cmd(args):
@@ -197,7 +191,7 @@ def torch_reference(steps, state_mb):
          "--out", os.path.join(d, "ck"), "--final-state", final], capture_output=True, text=True, timeout=300))
 
 
-@unittest.skipUnless(shutil.which("moto_server") and shutil.which("aws"), "moto_server and the aws CLI are needed")
+@needs(have("moto_server", "aws"), "moto_server and the aws CLI (Debian's python3-moto and awscli)")
 class RemoteStoreCase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -251,7 +245,7 @@ class RemoteStoreCase(unittest.TestCase):
         return a, b
 
 
-@unittest.skipUnless(NATIVE_TRAINER, "GPUHOST_NATIVE_TRAINER not set")
+@needs(NATIVE_TRAINER, "GPUHOST_NATIVE_TRAINER (CTest sets it to the built tests/native_trainer)")
 class NativeTrainerAcrossHosts(RemoteStoreCase):
     """Runs on Linux and, for the Windows build, with gpuhost.exe and native_trainer.exe under Wine."""
 
@@ -465,7 +459,7 @@ class NativeTrainerAcrossHosts(RemoteStoreCase):
         self.assertEqual(len(self.moto.manifests("manual")), 1)
 
 
-@unittest.skipUnless(NATIVE_TRAINER, "GPUHOST_NATIVE_TRAINER not set")
+@needs(NATIVE_TRAINER, "GPUHOST_NATIVE_TRAINER (CTest sets it to the built tests/native_trainer)")
 class Tampering(RemoteStoreCase):
     """Each change to what is stored is refused by `gpuhost ckpt verify` (exit 1) with a message
     that says what is wrong; restoring the original bytes makes it verify again."""
@@ -522,8 +516,7 @@ class Tampering(RemoteStoreCase):
         header = 96
         data = self.stored
         frame = 8 + chunk + 16
-        if len(data) < header + 2 * frame:
-            self.skipTest("the object has fewer than two full chunks")
+        self.assertGreaterEqual(len(data), header + 2 * frame, "the fixture object has fewer than two full chunks")
         swapped = data[:header] + data[header + frame:header + 2 * frame] + data[header:header + frame] + \
             data[header + 2 * frame:]
         self.moto.put(self.object_key, swapped)
@@ -563,7 +556,7 @@ class PyTorchAcrossHosts(RemoteStoreCase):
     @classmethod
     def setUpClass(cls):
         if not torch_available():
-            raise unittest.SkipTest("python3-torch is not installed for /usr/bin/python3")
+            missing("Debian's python3-torch for /usr/bin/python3")
         super().setUpClass()
 
     def run_torch(self, job, flags):
@@ -582,7 +575,7 @@ class PyTorchAcrossHosts(RemoteStoreCase):
 
 
 @unittest.skipIf(IS_WINDOWS_BUILD, "Linux build (the fake metadata service and signals as in test_run_cli)")
-@unittest.skipUnless(NATIVE_TRAINER, "GPUHOST_NATIVE_TRAINER not set")
+@needs(NATIVE_TRAINER, "GPUHOST_NATIVE_TRAINER (CTest sets it to the built tests/native_trainer)")
 class AzureAcknowledgement(RemoteStoreCase):
     """With a mirror, Azure's StartRequests (which lets the platform evict at once) is sent only
     once the saved checkpoint's manifest is stored, or when the notice's deadline has come."""
@@ -646,7 +639,7 @@ class AzureAcknowledgement(RemoteStoreCase):
         self.assertNotIn("manifest.json", ack["probe"]["body"])
 
 
-@unittest.skipUnless(NATIVE_TRAINER, "GPUHOST_NATIVE_TRAINER not set")
+@needs(NATIVE_TRAINER, "GPUHOST_NATIVE_TRAINER (CTest sets it to the built tests/native_trainer)")
 class RemoteDurability(RemoteStoreCase):
     """What a run says about a remote that cannot hold its checkpoints: known before training
     (nothing created, exit 3, or exit 2 for a bad URL or key file), and with --remote-optional a
@@ -739,7 +732,7 @@ class RemoteDurability(RemoteStoreCase):
 
 
 @unittest.skipIf(IS_WINDOWS_BUILD, "mounting a tmpfs: Linux")
-@unittest.skipUnless(NATIVE_TRAINER, "GPUHOST_NATIVE_TRAINER not set")
+@needs(NATIVE_TRAINER, "GPUHOST_NATIVE_TRAINER (CTest sets it to the built tests/native_trainer)")
 class RestoreOntoFullDisk(RemoteStoreCase):
     """Host B's checkpoint folder (a 2 MiB tmpfs) holds an older checkpoint of the job; the newer
     ones host A uploaded do not fit beside it. B says so with the numbers, leaves nothing behind,
@@ -751,11 +744,11 @@ class RestoreOntoFullDisk(RemoteStoreCase):
         self.b = Host(self, self.moto, "full-b", "full-disk")
         os.makedirs(self.b.ck)
         if os.geteuid() != 0:
-            self.skipTest("mounting a tmpfs needs root")
+            missing("root, to mount a tmpfs")
         mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", self.b.ck],
                                  capture_output=True, text=True)
         if mounted.returncode != 0:
-            self.skipTest("cannot mount a 2 MiB tmpfs: " + mounted.stderr.strip())
+            missing("a 2 MiB tmpfs mount: " + mounted.stderr.strip())
         self.addCleanup(subprocess.run, ["umount", "-l", self.b.ck], capture_output=True)
 
     def test_newer_remote_checkpoint_that_does_not_fit_is_refused_and_the_local_one_resumed(self):

@@ -22,7 +22,7 @@ import time
 import unittest
 import zlib
 
-from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP, read_metric_history
+from gpuhost_test import BIN, IS_WINDOWS_BUILD, SYSTEM_PYTHON, TMP, missing, needs, read_metric_history, torch_available
 from fake_metadata_server import MetadataServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -30,17 +30,10 @@ STDLIB_TRAINER = os.path.join(HERE, "trainers", "stdlib_trainer.py")
 TORCH_TRAINER = os.path.join(HERE, "trainers", "torch_trainer.py")
 NATIVE_TRAINER = os.environ.get("GPUHOST_NATIVE_TRAINER", "")
 PYTHON = sys.executable
-SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's python3-torch is installed for this one only
 
 # Short timings: checkpoints settle in 0.2 s, restarts wait 0.1 s, metadata is polled every 0.2 s.
 FAST = ["--settle", "0.2", "--backoff", "0.1", "--max-backoff", "0.2", "--poll-interval", "0.2", "--quiet"]
 SIZE = 256  # stdlib trainer weights
-
-
-def torch_available():
-    if not os.path.exists(SYSTEM_PYTHON):
-        return False
-    return subprocess.run([SYSTEM_PYTHON, "-c", "import torch"], capture_output=True).returncode == 0
 
 
 def parse_time(text):
@@ -667,11 +660,11 @@ class DiskFull(RunTestCase):
         self.job = Job(self, "disk-full")
         os.makedirs(self.job.ck)
         if os.geteuid() != 0:
-            self.skipTest("mounting a tmpfs needs root")
+            missing("root, to mount a tmpfs")
         mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", self.job.ck],
                                  capture_output=True, text=True)
         if mounted.returncode != 0:
-            self.skipTest("cannot mount a 2 MiB tmpfs: " + mounted.stderr.strip())
+            missing("a 2 MiB tmpfs mount: " + mounted.stderr.strip())
         self.addCleanup(subprocess.run, ["umount", "-l", self.job.ck], capture_output=True)
 
     def test_full_disk_keeps_committed_checkpoints_records_disk_low_and_gives_up(self):
@@ -739,7 +732,7 @@ class SupervisorKilled(RunTestCase):
         self.assertEqual(job.final_state(), reference_state(steps))
         self.assertEqual(job.status()["supervisor_runs"], 2)
 
-    @unittest.skipUnless(NATIVE_TRAINER, "GPUHOST_NATIVE_TRAINER not set")
+    @needs(NATIVE_TRAINER, "GPUHOST_NATIVE_TRAINER (CTest sets it to the built tests/native_trainer)")
     def test_grandchild_left_by_a_killed_supervisor_is_killed_by_the_next_run(self):
         job = Job(self, "leftover-grandchild")
         grandchild_pid_file = os.path.join(job.dir, "grandchild.pid")
@@ -801,7 +794,7 @@ class PyTorchTrainer(RunTestCase):
     @classmethod
     def setUpClass(cls):
         if not torch_available():
-            raise unittest.SkipTest("python3-torch is not installed for /usr/bin/python3")
+            missing("Debian's python3-torch for /usr/bin/python3")
 
     def torch_trainer(self, job, layout, extra=()):
         # 0.08 s a step: after the second commit the trainer still has ~3 s of training left, so
@@ -846,9 +839,6 @@ class PyTorchTrainer(RunTestCase):
         self.assertTrue(os.path.isdir(newest["path"]))
 
     def test_hf_preset_resume_from_checkpoint_flag(self):
-        usage = subprocess.run([SYSTEM_PYTHON, TORCH_TRAINER, "--help"], capture_output=True, text=True).stdout
-        if "--resume_from_checkpoint" not in usage:
-            self.skipTest("torch_trainer.py takes no --resume_from_checkpoint (what --preset hf adds)")
         job = Job(self, "torch-hf-preset")
         self.kill_and_resume(job, self.torch_trainer(job, "hf"), ["--preset", "hf"])
 

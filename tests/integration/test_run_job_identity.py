@@ -4,7 +4,6 @@ the second never resumes from, marks bad or rewrites the first. A --name that be
 folder is refused before anything is created (exit 2). Checkpoints already in a new job's folder
 are announced with the one it resumes from; --fresh ignores them. Real child processes (the
 standard-library trainer), Linux build."""
-import json
 import os
 import shutil
 import subprocess

@@ -10,15 +10,13 @@ terminationGracePeriodSeconds), gpuhost stops the trainer itself before the kill
 steps are lost, exit 75, instead of dying mid-save with nothing said; a later start warns that the
 last save took longer than the grace allows. Skipped without root and util-linux's unshare."""
 import os
-import shutil
 import signal
-import subprocess
 import threading
 import time
 import unittest
 
 from fake_metadata_server import MetadataServer
-from gpuhost_test import IS_WINDOWS_BUILD
+from gpuhost_test import IS_WINDOWS_BUILD, have, is_root, needs
 from test_run_cli import Job, RunTestCase
 
 POD_ENV = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
@@ -63,7 +61,7 @@ class Pod(Job):
 
 
 @unittest.skipIf(IS_WINDOWS_BUILD, "Linux containers")
-@unittest.skipUnless(os.geteuid() == 0 and shutil.which("unshare"), "PID namespaces need root and unshare")
+@needs(is_root() and have("unshare"), "root and unshare, for PID namespaces")
 class PodTermination(RunTestCase):
     def test_the_save_lands_within_the_grace_and_a_short_grace_is_warned_about(self):
         pod = Pod(self, "pod-saves")

@@ -11,14 +11,13 @@ that dies (gpuhost and trainers SIGKILLed) gets the other node's trainer stopped
 newest step committed on both nodes. Skipped without Debian's python3-torch."""
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
 import unittest
 
-from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP
-from test_run_cli import Job, RunTestCase, torch_available
+from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP, have, is_root, needs, torch_available
+from test_run_cli import Job, RunTestCase
 from test_run_save_requests import DDP_TRAINER, free_port, reference
 
 TORCHRUN = "/usr/bin/torchrun"
@@ -92,7 +91,7 @@ def committed(node, seq_id):
 
 
 @unittest.skipIf(IS_WINDOWS_BUILD, "multi-node torch does not run on native Windows (test_run_windows.py: refused)")
-@unittest.skipUnless(torch_available(), "needs Debian's python3-torch")
+@needs(torch_available(), "Debian's python3-torch for /usr/bin/python3")
 class TwoNodes(RunTestCase):
     STEPS = 1200
 
@@ -157,7 +156,7 @@ class TwoNodes(RunTestCase):
         self.assertGreaterEqual(agreed, saved[0]["step"])
         self.assertEqual(agreed, on_disk)
 
-    @unittest.skipUnless(shutil.which("moto_server") and shutil.which("aws"), "moto_server and the aws CLI are needed")
+    @needs(have("moto_server", "aws"), "moto_server and the aws CLI (Debian's python3-moto and awscli)")
     def test_node_local_folders_mirror_by_node_and_restore_on_fresh_hosts(self):
         # Each node writes its own folder (local NVMe), its first rank saves there (HF's
         # save_on_each_node), and each gpuhost mirrors its node's files to the same S3 bucket.
@@ -255,7 +254,7 @@ class TwoNodes(RunTestCase):
         self.assertEqual(agreed, on_disk)
         print("node 0 stopped %.1f s after node 1 was killed" % took)
 
-    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("ip"), "network namespaces need root and iproute2")
+    @needs(is_root() and have("ip"), "root and iproute2, for network namespaces")
     def test_a_link_that_goes_down_stops_both_nodes_by_heartbeat(self):
         # Each node in a network namespace of its own, joined by a veth pair: the traffic stays in
         # namespaces this test made, and the link can go down without a reset reaching anyone.

@@ -14,11 +14,10 @@ import os
 import signal
 import socket
 import subprocess
-import time
 import unittest
 
-from gpuhost_test import IS_WINDOWS_BUILD, read_metric_history
-from test_run_cli import SYSTEM_PYTHON, TORCH_TRAINER, Job, RunTestCase, parse_time, torch_available
+from gpuhost_test import IS_WINDOWS_BUILD, SYSTEM_PYTHON, needs, read_metric_history, torch_available
+from test_run_cli import TORCH_TRAINER, Job, RunTestCase, parse_time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DDP_TRAINER = os.path.join(HERE, "trainers", "ddp_trainer.py")
@@ -78,7 +77,7 @@ def reference(kind, steps):
 
 
 @unittest.skipIf(IS_WINDOWS_BUILD, "Linux signals; test_run_windows.py covers the Windows rule")
-@unittest.skipUnless(torch_available(), "needs Debian's python3-torch")
+@needs(torch_available(), "Debian's python3-torch for /usr/bin/python3")
 class UnchangedTrainers(RunTestCase):
     def assert_never_killed_by_the_save_signal(self, job):
         for exited in job.records("child_exited"):

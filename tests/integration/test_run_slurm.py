@@ -15,9 +15,9 @@ import os
 import shutil
 import unittest
 
-from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP
+from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP, needs, torch_available
 from slurm_cluster import SlurmCluster, available
-from test_run_cli import RunTestCase, read_journal, torch_available
+from test_run_cli import RunTestCase, read_journal
 from test_run_multinode import TORCHRUN, wait_until
 from test_run_save_requests import DDP_TRAINER, free_port, reference
 
@@ -25,8 +25,8 @@ STEPS = 1200
 
 
 @unittest.skipIf(IS_WINDOWS_BUILD, "Slurm runs Linux nodes")
-@unittest.skipUnless(torch_available(), "needs Debian's python3-torch")
-@unittest.skipUnless(available(), "needs root and Debian's slurmctld, slurmd, slurm-client and munge")
+@needs(torch_available(), "Debian's python3-torch for /usr/bin/python3")
+@needs(available(), "root and Debian's slurmctld, slurmd, slurm-client and munge")
 class RealSlurm(RunTestCase):
     def setUp(self):
         self.base = os.path.join(TMP, "slurm-job")
@@ -90,7 +90,9 @@ class RealSlurm(RunTestCase):
         for records in journals:
             stops = [r for r in records if r["type"] == "supervisor_stopped"]
             self.assertEqual([s["outcome"] for s in stops], ["preempted", "finished"], summary)
-            save = next(r for r in records if r["type"] == "save_completed")
+            saves = [r for r in records if r["type"] == "save_completed"]
+            self.assertTrue(saves, "no save_completed on a node:\n" + summary)
+            save = saves[0]
             saved.append(next(r for r in records if r["type"] == "checkpoint_committed" and "ck-%d" % r["seq"] == save["id"]))
             starts = [r for r in records if r["type"] == "supervisor_started"]
             self.assertEqual([s["topology"]["engine_restarts"] for s in starts], [0, 1], summary)

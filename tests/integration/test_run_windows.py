@@ -36,7 +36,7 @@ import subprocess
 import time
 import unittest
 
-from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP, WINE, host_path, processes_with
+from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP, WINE, host_path, needs, processes_with
 from test_run_cli import parse_time, read_journal
 
 NATIVE_TRAINER = os.environ.get("GPUHOST_NATIVE_TRAINER", "")
@@ -161,7 +161,7 @@ class WinJob:
 
 
 @unittest.skipUnless(IS_WINDOWS_BUILD, "Windows build (gpuhost.exe under Wine)")
-@unittest.skipUnless(NATIVE_TRAINER, "GPUHOST_NATIVE_TRAINER not set")
+@needs(NATIVE_TRAINER, "GPUHOST_NATIVE_TRAINER (CTest sets it to the built tests/native_trainer)")
 class WindowsRun(unittest.TestCase):
     def assert_exit(self, proc, code, job=None):
         self.assertEqual(proc.returncode, code, "stderr:\n%s%s" % ((proc.stderr or "")[-4000:],

@@ -16,7 +16,7 @@ import unittest
 import urllib.error
 import urllib.request
 
-from gpuhost_test import BIN, IS_WINDOWS_BUILD, WINE, run, scenario_env, tmp_dir, host_path
+from gpuhost_test import BIN, IS_WINDOWS_BUILD, WINE, have, host_path, needs, run, scenario_env, tmp_dir
 
 # Every metric dcgm-exporter's Grafana dashboard 12239 queries: NVIDIA/dcgm-exporter
 # grafana/dcgm-exporter-dashboard.json @1f7abdb ("gnetId": 12239), panel and template "expr"s.
@@ -297,7 +297,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-@unittest.skipUnless(shutil.which("prometheus"), "Debian's prometheus is not installed (scripts/install-deps.sh)")
+@needs(have("prometheus"), "Debian's prometheus")
 class RealPrometheusScrapes(unittest.TestCase):
     """A real Prometheus server (Debian's) scrapes gpuhost serve (fake NVML, eight A100s) with the
     job from deploy/prometheus.yml pointed at the test's port; its HTTP API must then report the

@@ -8,12 +8,11 @@ import hashlib
 import json
 import os
 import random
-import shutil
 import subprocess
 import time
 import unittest
 
-from gpuhost_test import IS_WINDOWS_BUILD, WINE, host_path, tmp_dir
+from gpuhost_test import IS_WINDOWS_BUILD, WINE, have, host_path, needs, tmp_dir
 from moto_s3 import MotoS3
 
 TOOL = os.environ.get("GPUHOST_STORE_TOOL", "")
@@ -25,8 +24,7 @@ def random_bytes(size, seed):
     return random.Random(seed).randbytes(size)
 
 
-@unittest.skipUnless(shutil.which("moto_server") and shutil.which("aws"),
-                     "moto_server and the aws CLI are needed (pip install 'moto[server]' awscli)")
+@needs(have("moto_server", "aws"), "moto_server and the aws CLI (Debian's python3-moto and awscli)")
 class StoreAgainstMoto(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

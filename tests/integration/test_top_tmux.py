@@ -21,7 +21,7 @@ import sys
 import time
 import unittest
 
-from gpuhost_test import BIN, FAKE_NVML, IS_WINDOWS_BUILD, SCENARIOS, TMP
+from gpuhost_test import BIN, FAKE_NVML, IS_WINDOWS_BUILD, SCENARIOS, TMP, needs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STDLIB_TRAINER = os.path.join(HERE, "trainers", "stdlib_trainer.py")
@@ -43,7 +43,7 @@ def wait_until(what, probe, timeout=60, interval=0.2):
 
 
 @unittest.skipIf(IS_WINDOWS_BUILD, "tmux drives the Linux build; test_top_windows.py covers gpuhost.exe")
-@unittest.skipUnless(TMUX, "tmux is not installed (scripts/install-deps.sh)")
+@needs(TMUX, "tmux")
 class TopInTmux(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

@@ -15,7 +15,7 @@ import subprocess
 import time
 import unittest
 
-from gpuhost_test import BIN, FAKE_NVML, IS_WINDOWS_BUILD, SCENARIOS, TMP, WINE, host_path
+from gpuhost_test import BIN, FAKE_NVML, IS_WINDOWS_BUILD, SCENARIOS, TMP, WINE, have, host_path, needs
 
 NATIVE_TRAINER = os.environ.get("GPUHOST_NATIVE_TRAINER", "")
 JOB = "top-wine"
@@ -28,7 +28,7 @@ def wine(args, env=None, timeout=180):
 
 
 @unittest.skipUnless(IS_WINDOWS_BUILD, "Windows build (gpuhost.exe under Wine)")
-@unittest.skipUnless(NATIVE_TRAINER, "GPUHOST_NATIVE_TRAINER not set")
+@needs(NATIVE_TRAINER, "GPUHOST_NATIVE_TRAINER (CTest sets it to the built tests/native_trainer)")
 class WindowsTop(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -94,7 +94,7 @@ class WindowsTop(unittest.TestCase):
         self.assertIn("GPUs  unavailable: NVML_ERROR_DRIVER_NOT_LOADED", proc.stdout)
         self.assertIn("job   " + JOB, proc.stdout)
 
-    @unittest.skipUnless(shutil.which("tmux"), "tmux is not installed (scripts/install-deps.sh)")
+    @needs(have("tmux"), "tmux")
     def test_live_view_in_a_wine_console_quits_on_q_and_restores_the_tty(self):
         work = os.path.join(self.dir, "live")
         os.makedirs(work, exist_ok=True)

@@ -52,7 +52,9 @@ def parse_args(argv):
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--state-mb", type=float, default=0.0, help="add a buffer of this many MB to the model")
-    p.add_argument("--resume", default=None, help="checkpoint to resume from (default GPUHOST_RESUME_FROM)")
+    # --resume_from_checkpoint: the HF Trainer scripts' spelling, which `gpuhost run --preset hf` adds.
+    p.add_argument("--resume", "--resume_from_checkpoint", dest="resume", default=None,
+                   help="checkpoint to resume from (default GPUHOST_RESUME_FROM)")
     p.add_argument("--resume-log", default=None)
     p.add_argument("--final-state", default=None)
     p.add_argument("--pid-file", default=None)
