@@ -125,14 +125,12 @@ TEST(Process, RejectsEmptyCommand) {
 TEST(Process, TimesOutAndKillsChild) {
   auto options = child({"out", "started", "sleep", "30000", "out", "never"});
   options.timeout = 500ms;
-  auto before = std::chrono::steady_clock::now();
   auto result = run_process(options);
-  auto took = std::chrono::steady_clock::now() - before;
   ASSERT_TRUE(result) << result.error().message;
   EXPECT_TRUE(result->timed_out);
   EXPECT_FALSE(result->succeeded());
+  // Killed, not waited for: a child left to finish its 30 s would have written "never" too.
   EXPECT_EQ(result->stdout_text, "started");
-  EXPECT_LT(took, 5s);
 }
 
 TEST(Process, KillsGrandchildrenOnTimeout) {
@@ -153,14 +151,12 @@ TEST(Process, DoesNotWaitForGrandchildHoldingOutput) {
   // The child exits at once; its grandchild keeps stdout open for 30 s.
   auto options = child({"spawn", "2", "sleep", "30000", "out", "parent-done"});
   options.timeout = 20s;
-  auto before = std::chrono::steady_clock::now();
   auto result = run_process(options);
-  auto took = std::chrono::steady_clock::now() - before;
   ASSERT_TRUE(result) << result.error().message;
+  // Waiting for the grandchild's end of the pipe would have run into the 20 s timeout.
   EXPECT_FALSE(result->timed_out);
   EXPECT_EQ(result->exit_code, 0);
   EXPECT_EQ(result->stdout_text, "parent-done");
-  EXPECT_LT(took, 8s);
 }
 
 TEST(Process, PassesEnvironmentOverrides) {
