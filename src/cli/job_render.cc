@@ -148,6 +148,20 @@ void render_job_list(std::ostream& out, const std::vector<JobSummary>& jobs, con
     out << pad(job.name, width + 2) << phase_colored(job.state, style) << std::string(17 - std::min<std::size_t>(16, phase.size()), ' ')
         << pad(counts, 14) << pad(step, 10) << pad(std::to_string(job.state.restarts), 10)
         << pad(std::to_string(job.state.preemptions), 11) << last << "\n";
+    // A multi-node job: where this node runs, the step every node has, and (node 0) the nodes
+    // behind or gone, on a line of its own below the job.
+    if (job.state.self_node && !job.state.topology.empty()) {
+      std::string line = job.state.topology;
+      if (job.state.global_step)
+        line += "; step " + std::to_string(*job.state.global_step) + " on every node";
+      for (const auto& node : job.state.nodes) {
+        if (job.state.node_late(node))
+          line += "; node " + std::to_string(node.node) + " late";
+        else if (job.state.knows_every_node() && node.state != "joined")
+          line += "; node " + std::to_string(node.node) + " " + node.state;
+      }
+      out << pad("", width + 2) << style.dim(line) << "\n";
+    }
   }
 }
 

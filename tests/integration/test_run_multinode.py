@@ -244,6 +244,8 @@ class TwoNodes(RunTestCase):
         self.assertEqual(nodes[0]["step"], max(own))
         self.assertEqual(nodes[1]["state"], "lost", status["nodes"])
         self.assertIn("node 1 step ", zero.gpuhost("status", zero.name).stdout)
+        listed = zero.gpuhost("jobs").stdout
+        self.assertRegex(listed, r"node 0 of 2 \(torchrun.*; node 1 lost", listed)
         # The newest step both nodes committed: at least the last global commit node 0 heard of
         # (node 1 may have committed a newer one just before it died), and in this shared folder
         # the newest checkpoint there, which both nodes validate again at the rerun.
