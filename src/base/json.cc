@@ -108,9 +108,48 @@ Value from_nlohmann(const nlohmann::ordered_json& j) {
   }
 }
 
+// The length of the valid UTF-8 sequence that starts at s[i] (RFC 3629 section 4's table: no
+// overlong forms, no surrogates, nothing past U+10FFFF), or 0 when the bytes there are not one.
+std::size_t utf8_sequence(std::string_view s, std::size_t i) {
+  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char lead = byte(i);
+  if (lead < 0x80) return 1;
+  std::size_t length = 0;
+  unsigned char low = 0x80;
+  unsigned char high = 0xBF;  // the range of the second byte
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;   // overlong
+    if (lead == 0xED) high = 0x9F;  // surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;   // overlong
+    if (lead == 0xF4) high = 0x8F;  // past U+10FFFF
+  } else {
+    return 0;
+  }
+  if (i + length > s.size() || byte(i + 1) < low || byte(i + 1) > high) return 0;
+  for (std::size_t k = 2; k < length; ++k)
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+  return length;
+}
+
 void append_string(std::string& out, std::string_view s) {
   out += '"';
-  for (unsigned char c : s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      const std::size_t length = utf8_sequence(s, i);
+      if (length == 0) {
+        out += "\xEF\xBF\xBD";  // U+FFFD for a byte that is not UTF-8
+      } else {
+        out.append(s, i, length);
+        i += length - 1;
+      }
+      continue;
+    }
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -205,6 +244,15 @@ Result<Value> parse(std::string_view text) {
     auto pos = what.find("] ");
     return make_error(ErrorCode::parse_error, pos == std::string::npos ? what : what.substr(pos + 2));
   }
+}
+
+bool valid_utf8(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t length = utf8_sequence(text, i);
+    if (length == 0) return false;
+    i += length;
+  }
+  return true;
 }
 
 std::string dump(const Value& value, int indent) {

@@ -85,7 +85,13 @@ class Value {
 [[nodiscard]] Result<Value> parse(std::string_view text);
 
 // Serialises. indent < 0: compact one line; otherwise pretty with that many spaces per level.
+// Strings are written as UTF-8; each byte that does not belong to a valid UTF-8 sequence (RFC
+// 3629: no overlong forms, surrogates or code points past U+10FFFF) becomes U+FFFD, so what
+// dump() writes always parses. Callers that must keep such bytes check valid_utf8() first.
 [[nodiscard]] std::string dump(const Value& value, int indent = -1);
+
+// Whether `text` is valid UTF-8 (RFC 3629), as dump() judges it.
+[[nodiscard]] bool valid_utf8(std::string_view text);
 
 // Name of a type for error messages ("object", "string", ...).
 [[nodiscard]] const char* type_name(Value::Type type);

@@ -42,6 +42,39 @@ TEST(Json, EscapesControlCharactersAndWritesNanAsNull) {
   EXPECT_EQ(dump(v), R"(["a\u0001b",null])");
 }
 
+TEST(Json, BytesThatAreNotUtf8AreWrittenAsReplacementCharacters) {
+  const std::string fffd = "\xEF\xBF\xBD";
+  struct Case {
+    std::string in;
+    std::string out;
+  };
+  const Case cases[] = {
+      {"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80",
+       "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"},  // valid: kept
+      {"a\xFF"
+       "b",
+       "a" + fffd + "b"},                               // never a UTF-8 byte
+      {"\xC0\xAF", fffd + fffd},                        // overlong '/'
+      {"\xE0\x80\xAF", fffd + fffd + fffd},             // overlong, three bytes
+      {"\xED\xA0\x80", fffd + fffd + fffd},             // a surrogate (U+D800)
+      {"\xF4\x90\x80\x80", fffd + fffd + fffd + fffd},  // past U+10FFFF
+      {"end\xE2\x82", "end" + fffd + fffd},             // cut short
+      {"\x80x", fffd + "x"},                            // a lone continuation byte
+  };
+  for (const auto& c : cases) {
+    const std::string written = dump(Value(c.in));
+    EXPECT_EQ(written, "\"" + c.out + "\"");
+    auto back = parse(written);
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(back->as_string(), c.out);
+    EXPECT_EQ(valid_utf8(c.in), c.in == c.out) << written;
+  }
+  // Keys too.
+  Value object = Value::object();
+  object[std::string("k\xFF")] = 1;
+  EXPECT_EQ(dump(object), "{\"k" + fffd + "\":1}");
+}
+
 TEST(Json, LenientGettersFallBackOnWrongType) {
   auto v = parse(R"({"n": "12", "s": 3})");
   ASSERT_TRUE(v);

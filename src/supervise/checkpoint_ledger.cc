@@ -98,6 +98,19 @@ void CheckpointLedger::scan(bool settled) {
 
 void CheckpointLedger::commit(const CheckpointVerdict& verdict) {
   std::string path = verdict.path.string();
+  if (!json::valid_utf8(path)) {
+    // The journal keeps text as UTF-8: this path would read back with U+FFFD in it and name no
+    // file, so a resume could not open it. Said once (the scanner keeps it as seen until it
+    // changes), never committed.
+    json::Value fields = json::Value::object();
+    fields["path"] = path;
+    fields["format"] = checkpoint_format_name(verdict.format);
+    fields["problem"] =
+        "its path is not valid UTF-8, which the journal cannot keep byte for byte: give the checkpoint "
+        "(or its folder) a UTF-8 name";
+    m_recorder.record("checkpoint_rejected", std::move(fields));
+    return;
+  }
   for (const auto& existing : m_recorder.state().checkpoints)
     if (existing.path == path && existing.content_hash == verdict.content_hash &&
         existing.status != CheckpointStatus::retired)

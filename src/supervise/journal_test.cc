@@ -226,12 +226,24 @@ TEST_F(JournalFile, FieldsMustBeAnObjectWithoutReservedNames) {
   reserved["seq"] = 99;
   EXPECT_FALSE(journal->append("tick", reserved));
   EXPECT_FALSE(journal->append("", {}));
-  json::Value bad_utf8;
-  bad_utf8["path"] = std::string("/data/\xff\xfe.pt");
-  EXPECT_FALSE(journal->append("tick", bad_utf8));
   EXPECT_TRUE(journal->contents().records.empty());
   EXPECT_EQ(file_text(), "");
   EXPECT_TRUE(journal->append("tick", nullptr));
+}
+
+TEST_F(JournalFile, BytesThatAreNotUtf8AreWrittenAsReplacementCharactersAndReadBack) {
+  {
+    auto journal = Journal::open(m_path);
+    ASSERT_TRUE(journal);
+    json::Value fields;
+    fields["line"] = std::string("loss \xff\xfe 0.5");
+    ASSERT_TRUE(journal->append("tick", fields));
+  }
+  auto journal = Journal::open(m_path);
+  ASSERT_TRUE(journal);
+  EXPECT_TRUE(journal->contents().damage.corrupt_lines.empty());
+  ASSERT_EQ(journal->contents().records.size(), 1u);
+  EXPECT_EQ(journal->contents().records[0].fields.get_string("line"), "loss \xEF\xBF\xBD\xEF\xBF\xBD 0.5");
 }
 
 TEST_F(JournalFile, SeqContinuesAfterReopen) {

@@ -137,6 +137,26 @@ TEST_F(Ledger, CommitsValidCheckpointsRejectsBrokenOnesAndTellsTheHook) {
   EXPECT_EQ(resume.id, state.checkpoints[0].id);
 }
 
+#ifndef _WIN32  // Windows names are UTF-16: always UTF-8 once converted
+TEST_F(Ledger, ACheckpointWhosePathIsNotUtf8IsRejectedOnceAndNotCommitted) {
+  fs::create_directories(ck());
+  JobRecorder recorder = open_recorder(paths().dir);
+  const JobSpec s = spec();
+  CheckpointLedger ledger(recorder, s, paths(), SnapshotPolicy::never, {});
+  write("ckpt-000005-\xE9t\xE9.pt", "latin-1 name");  // "été" in Latin-1
+  ledger.scan(true);
+  ledger.scan(true);
+  EXPECT_TRUE(recorder.state().checkpoints.empty());
+  int rejected = 0;
+  for (const auto& r : recorder.contents().records) {
+    if (r.type != "checkpoint_rejected") continue;
+    ++rejected;
+    EXPECT_NE(r.fields.get_string("problem").find("not valid UTF-8"), std::string::npos);
+  }
+  EXPECT_EQ(rejected, 1);
+}
+#endif
+
 TEST_F(Ledger, RetentionKeepsTheNewestAndTellsTheHook) {
   fs::create_directories(ck());
   JobRecorder recorder = open_recorder(paths().dir);
