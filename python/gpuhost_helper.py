@@ -65,7 +65,10 @@ class SaveRequests:
         if request_file is None:
             request_file = os.environ.get(SAVE_REQUEST_ENV) or None
         self.request_file = request_file
-        self._save_flag = threading.Event()
+        # Counted, not a flag to clear: a handler that runs between pending()'s read and its
+        # reset cannot be lost (Python runs handlers between any two bytecodes).
+        self._saves = 0
+        self._saves_seen = 0
         self._stop_flag = threading.Event()
         self._previous = {}
         if install_signals:
@@ -79,20 +82,21 @@ class SaveRequests:
         self._previous[signum] = signal.signal(signum, handler)
 
     def _on_save(self, signum, frame):
-        self._save_flag.set()
+        self._saves += 1
 
     def _on_stop(self, signum, frame):
         self._stop_flag.set()
 
     def request_save(self):
         """Mark a save as requested (for the trainer's own reasons, or tests)."""
-        self._save_flag.set()
+        self._saves += 1
 
     def pending(self):
         """True once per request: a save signal since the last call, or the request file exists
         (it is deleted, which tells gpuhost the request was seen). Both at once count once."""
-        requested = self._save_flag.is_set()
-        self._save_flag.clear()
+        saves = self._saves
+        requested = saves != self._saves_seen
+        self._saves_seen = saves
         if self.request_file and os.path.exists(self.request_file):
             try:
                 os.remove(self.request_file)

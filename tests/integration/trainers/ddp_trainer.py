@@ -80,9 +80,11 @@ def main(argv):
             time.sleep(args.step_time)
         if rank == 0:
             print("step %d loss %.6f" % (step, loss.item()), flush=True)
-        wanted = torch.tensor([1 if flags["save"] else 0])
+        # Take the request before the collective: a signal whose handler runs as all_reduce
+        # returns (where a rank waits most) then counts at the next step instead of being cleared.
+        mine, flags["save"] = flags["save"], False
+        wanted = torch.tensor([1 if mine else 0])
         dist.all_reduce(wanted, op=dist.ReduceOp.MAX)
-        flags["save"] = False
         requested = bool(wanted.item())
         if requested and rank == 0:
             print("save requested at step %d" % step, flush=True)
