@@ -7,9 +7,10 @@ Prints "passed=N failed=N skipped=N entries=N" on the first line, then one line 
   - GoogleTest: "[  PASSED  ] N tests.", "[  FAILED  ] N tests", "[  SKIPPED ] N tests"
   - Python unittest -v: "Ran N tests", then "OK (skipped=K)" or "FAILED (failures=F, errors=E, ...)"
   - node:test (TAP): "# pass N", "# fail N", "# skipped N", "# cancelled N", "# todo N"
-An entry run again by `ctest --repeat` counts by its last run. An entry none of these describes counts as one case. An entry CTest failed whose own summary
-shows no failure (a crash after the summary, a timeout, a missing summary) adds one failure, so
-the count never reports less trouble than CTest does.
+An entry run again by `ctest --repeat` counts by its last run. An entry none of these describes
+counts as one case. An entry CTest failed whose own summary shows no failure (a crash after the
+summary, a timeout, a missing summary) adds one failure, so the count never reports less trouble
+than CTest does.
 """
 import re
 import sys
