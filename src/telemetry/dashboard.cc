@@ -104,7 +104,10 @@ std::vector<const char*> marker_kinds(const supervise::JobState& state) {
   return kinds;
 }
 
-void append_job_summary(std::string& out, const std::string& name, const JobJournalView& view) {
+// `checkpoint_count`: the number of committed checkpoints as "checkpoints"; the job's detail
+// leaves it out, its "checkpoints" being the list (one key, one meaning).
+void append_job_summary(std::string& out, const std::string& name, const JobJournalView& view,
+                        bool checkpoint_count = true) {
   const auto& s = view.state;
   out += "\"name\":";
   append_string(out, name);
@@ -115,10 +118,12 @@ void append_job_summary(std::string& out, const std::string& name, const JobJour
     out += std::to_string(*s.last_step);
   else
     out += "null";
-  std::size_t committed = 0;
-  for (const auto& c : s.checkpoints)
-    if (c.status == supervise::CheckpointStatus::committed) ++committed;
-  out += ",\"checkpoints\":" + std::to_string(committed);
+  if (checkpoint_count) {
+    std::size_t committed = 0;
+    for (const auto& c : s.checkpoints)
+      if (c.status == supervise::CheckpointStatus::committed) ++committed;
+    out += ",\"checkpoints\":" + std::to_string(committed);
+  }
   out += ",\"child_starts\":" + std::to_string(s.child_starts);
   out += ",\"restarts\":" + std::to_string(s.restarts);
   out += ",\"preemptions\":" + std::to_string(s.preemptions);
@@ -450,7 +455,7 @@ Response Dashboard::job_detail(const std::string& name) {
   if (!job) return json_error(404, "no job named " + name);
   const JobJournalView& view = *job->journal;
   std::string out = "{";
-  append_job_summary(out, job->name, view);
+  append_job_summary(out, job->name, view, false);
   out += ",\"checkpoints\":[";
   for (std::size_t i = 0; i < view.state.checkpoints.size(); ++i) {
     const auto& c = view.state.checkpoints[i];

@@ -231,6 +231,19 @@ TEST_F(DashboardApi, AMultiNodeJobShowsEachNodesStepAndWhichIsLate) {
   EXPECT_EQ(detail.find("nodes")->items().size(), 2u);
 }
 
+TEST_F(DashboardApi, JobDetailNamesCheckpointsOnceAsTheirList) {
+  // Not the summary's count and then the list under the same key: a parser keeps one of them.
+  auto response = get("/api/job/train1");
+  ASSERT_EQ(response.status, 200);
+  std::size_t keys = 0;
+  for (auto at = response.body.find("\"checkpoints\":"); at != std::string::npos;
+       at = response.body.find("\"checkpoints\":", at + 1))
+    ++keys;
+  EXPECT_EQ(keys, 1u) << response.body;
+  auto detail = get_json("/api/job/train1");
+  EXPECT_TRUE(detail.find("checkpoints")->is_array());
+}
+
 TEST_F(DashboardApi, JobDetailGivesMarkersWithEpochTimes) {
   auto doc = get_json("/api/job/train1");
   const auto& checkpoints = doc.find("checkpoints")->items();

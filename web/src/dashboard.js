@@ -336,8 +336,11 @@
 
   function applyJob(job) {
     const count = (n, word) => n + ' ' + word + (n === 1 ? '' : 's');
+    // The job's detail lists its checkpoints; the job list and live updates give their number.
+    const committed = Array.isArray(job.checkpoints) ? job.checkpoints.filter((c) => c.status === 'committed').length
+                                                     : job.checkpoints;
     let phase = job.phase + (job.last_step !== null ? ', step ' + job.last_step : '') +
-                ', ' + count(job.checkpoints, 'checkpoint') + ', ' + count(job.restarts, 'restart') +
+                ', ' + count(committed, 'checkpoint') + ', ' + count(job.restarts, 'restart') +
                 ', ' + count(job.preemptions, 'preemption');
     // A multi-node job: the step every node has, and on node 0 which node is behind or gone.
     if (job.global_step !== null && job.global_step !== undefined) phase += '; all nodes: step ' + job.global_step;
