@@ -26,6 +26,9 @@ int run_status(CommandContext& context);
 extern const char k_verify_help[];
 int run_verify(CommandContext& context);
 
+extern const char k_setup_help[];
+int run_setup(CommandContext& context);
+
 extern const char k_serve_help[];
 int run_serve(CommandContext& context);
 

@@ -183,6 +183,44 @@ void windows_encryption(SecurityFacts& s) {
 
 }  // namespace
 
+namespace {
+
+// UEFI Secure Boot. Linux: the SecureBoot EFI variable (4 attribute bytes, then the value; no
+// efivars directory means a BIOS boot). Windows: SecureBoot\State\UEFISecureBootEnabled.
+void secure_boot(SecurityFacts& s, bool windows) {
+  if (windows) {
+    auto value = platform::registry_read_dword(platform::RegistryRoot::local_machine,
+                                               "SYSTEM\\CurrentControlSet\\Control\\SecureBoot\\State",
+                                               "UEFISecureBootEnabled");
+    if (value) {
+      s.secure_boot = *value ? "on" : "off";
+      s.secure_boot_evidence = "UEFISecureBootEnabled = " + std::to_string(*value);
+    } else if (value.error().code == ErrorCode::not_found) {
+      s.secure_boot = "off";
+      s.secure_boot_evidence = "no UEFISecureBootEnabled value (legacy BIOS boot)";
+    } else {
+      s.secure_boot_evidence = value.error().message;
+    }
+    return;
+  }
+  const fs::path efivar = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-e98c7a1a3c0c";
+  std::error_code ec;
+  if (!fs::exists("/sys/firmware/efi", ec)) {
+    s.secure_boot = "off";
+    s.secure_boot_evidence = "no /sys/firmware/efi (BIOS boot, or not visible in this container)";
+    return;
+  }
+  auto bytes = platform::read_file(efivar, 64);
+  if (!bytes || bytes->size() < 5) {
+    s.secure_boot_evidence = bytes ? efivar.string() + " is too short" : bytes.error().message;
+    return;
+  }
+  s.secure_boot = (*bytes)[4] == 1 ? "on" : "off";
+  s.secure_boot_evidence = efivar.string() + " = " + std::to_string(static_cast<unsigned char>((*bytes)[4]));
+}
+
+}  // namespace
+
 void collect_security(HostFacts& facts) {
   SecurityFacts& s = facts.security;
   bool windows = platform::current_os() == platform::OsFamily::windows;
@@ -196,6 +234,7 @@ void collect_security(HostFacts& facts) {
     windows_encryption(s);
   else
     linux_encryption(s, cwd);
+  secure_boot(s, windows);
   auto sockets = platform::listening_tcp_sockets();
   if (sockets)
     s.listening = std::move(*sockets);

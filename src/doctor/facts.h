@@ -82,6 +82,10 @@ struct PythonFacts {
   TorchFacts torch;
   TensorflowFacts tensorflow;
   std::string tensorflow_gpu_version;  // the obsolete tensorflow-gpu distribution, if installed
+  // PEP 668: the interpreter's stdlib holds EXTERNALLY-MANAGED and it is not a venv, so pip
+  // refuses to install into it (Debian 12's /usr/bin/python3).
+  bool externally_managed = false;
+  bool in_venv = false;  // sys.prefix != sys.base_prefix
 };
 
 // A DWORD read from the registry, or why not ("absent" when the value does not exist).
@@ -127,6 +131,10 @@ struct SecurityFacts {
   std::vector<std::string> encryption_evidence;
   std::vector<platform::ListeningSocket> listening;
   std::string listening_error;
+  // UEFI Secure Boot: "on", "off" (also a BIOS boot), "unknown". Unsigned kernel modules (a DKMS
+  // driver build) do not load while it is on.
+  std::string secure_boot = "unknown";
+  std::string secure_boot_evidence;
 };
 
 struct HostFacts {

@@ -227,6 +227,8 @@ Value python_to_json(const PythonFacts& p) {
   tf["gpus"] = strings(p.tensorflow.gpus);
   tf["error"] = p.tensorflow.error;
   v["tensorflow_gpu_version"] = p.tensorflow_gpu_version;
+  v["externally_managed"] = p.externally_managed;
+  v["in_venv"] = p.in_venv;
   return v;
 }
 
@@ -264,6 +266,8 @@ void python_from(FieldReader& r, PythonFacts& p) {
     c.read("error", p.tensorflow.error);
   });
   r.read("tensorflow_gpu_version", p.tensorflow_gpu_version);
+  r.read("externally_managed", p.externally_managed);
+  r.read("in_venv", p.in_venv);
 }
 
 }  // namespace
@@ -354,6 +358,8 @@ json::Value to_json(const HostFacts& f) {
   sec["firewall_evidence"] = strings(f.security.firewall_evidence);
   sec["encryption_state"] = f.security.encryption_state;
   sec["encryption_evidence"] = strings(f.security.encryption_evidence);
+  sec["secure_boot"] = f.security.secure_boot;
+  sec["secure_boot_evidence"] = f.security.secure_boot_evidence;
   Value listening = Value::array();
   for (const auto& s : f.security.listening) {
     Value sv;
@@ -434,6 +440,8 @@ Result<HostFacts> facts_from_json(const json::Value& value) {
     c.read("firewall_evidence", f.security.firewall_evidence);
     c.read("encryption_state", f.security.encryption_state);
     c.read("encryption_evidence", f.security.encryption_evidence);
+    c.read("secure_boot", f.security.secure_boot);
+    c.read("secure_boot_evidence", f.security.secure_boot_evidence);
     read_list(c, "listening", f.security.listening, [](FieldReader& s, platform::ListeningSocket& l) {
       s.read("address", l.address);
       s.read("port", l.port);

@@ -112,6 +112,15 @@ if tf_dir:
             f["error"] = error_text(e)
 r["tensorflow"] = f
 r["tensorflow_gpu_version"] = dist_version("tensorflow-gpu")
+# PEP 668: pip refuses to install into an interpreter whose stdlib holds EXTERNALLY-MANAGED,
+# unless it runs in a virtual environment.
+r["in_venv"] = sys.prefix != getattr(sys, "base_prefix", sys.prefix)
+try:
+    import sysconfig
+    marker = os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")
+    r["externally_managed"] = (not r["in_venv"]) and os.path.isfile(marker)
+except Exception:
+    r["externally_managed"] = False
 
 sys.stdout.write("\nGPUHOST_PROBE " + json.dumps(r) + "\n")
 sys.stdout.flush()

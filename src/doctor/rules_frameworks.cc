@@ -19,14 +19,28 @@ knowledge::TorchHost torch_host(const HostFacts& facts, const knowledge::Knowled
   return host;
 }
 
+// The fix that runs `pip <pip_args>` for `p`. An externally managed interpreter (PEP 668: Debian
+// 12's python3) refuses pip installs, so it is told to let `gpuhost setup` make a venv instead.
+std::string pip_install(const PythonFacts& p, std::string_view pip_args, std::string_view framework) {
+  if (!p.externally_managed) return pip_for(p.interpreter) + " " + std::string(pip_args);
+  return "gpuhost setup --framework " + std::string(framework) + " --env ./venv --apply   (" + p.interpreter +
+         " is externally managed (PEP 668) and refuses pip installs; setup makes a venv and runs pip " +
+         std::string(pip_args) + " there)";
+}
+
+// `pip install ...` from the knowledge tables, made to run for `p`.
+std::string pip_command_for(const PythonFacts& p, const std::string& command, std::string_view framework) {
+  if (command.rfind("pip ", 0) != 0) return command;
+  return pip_install(p, std::string_view(command).substr(4), framework);
+}
+
 // The install command a CUDA build of torch should come from, for this interpreter.
 std::string torch_install_fix(const HostFacts& facts, const knowledge::Knowledge& k, const PythonFacts& p) {
   auto host = torch_host(facts, k, p);
-  std::string pip = pip_for(p.interpreter);
   if (host.driver) {
     if (auto rec = knowledge::recommend_torch(k, host); rec && !rec->install_command.empty()) {
-      std::string cmd = rec->install_command;
-      if (cmd.rfind("pip ", 0) == 0) cmd = pip + cmd.substr(3);
+      std::string cmd =
+          pip_command_for(p, rec->install_command, "torch==" + rec->release->pin_version().str());
       return cmd + (rec->cpu_fallback ? "   (no CUDA wheel fits this host: " + rec->explanation + ")" : "");
     }
   }
@@ -39,11 +53,11 @@ std::string torch_install_fix(const HostFacts& facts, const knowledge::Knowledge
       if (build.channel != knowledge::TorchChannel::stable || !build.available_on(host.os)) continue;
       std::string cmd = k.pytorch.install_command(release, &build);
       if (cmd.empty()) continue;
-      if (cmd.rfind("pip ", 0) == 0) cmd = pip + cmd.substr(3);
+      cmd = pip_command_for(p, cmd, "torch==" + release.pin_version().str());
       return cmd + "   (on the GPU host; run gpuhost doctor there to match the build to its driver)";
     }
   }
-  return pip + " install torch --index-url https://download.pytorch.org/whl/cu126";
+  return pip_install(p, "install torch --index-url https://download.pytorch.org/whl/cu126", "torch");
 }
 
 void judge_torch(const HostFacts& facts, const knowledge::Knowledge& k, const PythonFacts& p, bool gpu_host, Findings& out) {
@@ -53,7 +67,8 @@ void judge_torch(const HostFacts& facts, const knowledge::Knowledge& k, const Py
     auto& f = out.add(Layer::frameworks, Severity::fail, "frameworks.torch.import_failed", "PyTorch is installed but does not import");
     f.subject = p.interpreter;
     f.evidence.push_back(t.error);
-    f.fix = pip_for(p.interpreter) + " install --force-reinstall torch  (or, for a CUDA build: " + torch_install_fix(facts, k, p) + ")";
+    f.fix = pip_install(p, "install --force-reinstall torch", "torch") +
+            "  (or, for a CUDA build: " + torch_install_fix(facts, k, p) + ")";
     return;
   }
   auto os = knowledge_os(facts);
@@ -139,6 +154,7 @@ void judge_tensorflow(const HostFacts& facts, const knowledge::Knowledge& k, con
   const auto& tf = p.tensorflow;
   auto os = knowledge_os(facts);
   std::string pip = pip_for(p.interpreter);
+  const std::string tf_spec = "tensorflow" + (tf.version.empty() ? std::string() : "==" + tf.version);
   if (!p.tensorflow_gpu_version.empty()) {
     auto& f = out.add(Layer::frameworks, Severity::warn, "frameworks.tensorflow_gpu.obsolete",
                       "The obsolete tensorflow-gpu package is installed");
@@ -155,7 +171,7 @@ void judge_tensorflow(const HostFacts& facts, const knowledge::Knowledge& k, con
     auto& f = out.add(Layer::frameworks, Severity::fail, "frameworks.tensorflow.import_failed", "TensorFlow is installed but does not import");
     f.subject = p.interpreter;
     f.evidence.push_back(tf.error);
-    f.fix = pip + " install --force-reinstall tensorflow";
+    f.fix = pip_install(p, "install --force-reinstall tensorflow", "tensorflow");
     return;
   }
   auto version = Version::parse(tf.version);
@@ -178,14 +194,15 @@ void judge_tensorflow(const HostFacts& facts, const knowledge::Knowledge& k, con
     auto& f = out.add(Layer::frameworks, Severity::fail, "frameworks.tensorflow.cpu_only", name + " is a CPU-only build");
     f.subject = p.interpreter;
     f.evidence.push_back("tf.test.is_built_with_cuda() is False");
-    f.fix = pip + " install 'tensorflow[and-cuda]==" + tf.version + "'";
+    f.fix = pip_install(p, "install 'tensorflow[and-cuda]==" + tf.version + "'", tf_spec);
     return;
   }
   if (gpu_host && tf.imported && tf.gpus.empty()) {
     auto& f = out.add(Layer::frameworks, Severity::fail, "frameworks.tensorflow.no_gpu", name + " sees no GPU");
     f.subject = p.interpreter;
     f.evidence.push_back("tf.config.list_physical_devices('GPU') is empty; built for CUDA " + tf.cuda_build + ", cuDNN " + tf.cudnn_build);
-    f.fix = "install the CUDA libraries TensorFlow expects: " + pip + " install 'tensorflow[and-cuda]==" + tf.version + "'";
+    f.fix = "install the CUDA libraries TensorFlow expects: " +
+            pip_install(p, "install 'tensorflow[and-cuda]==" + tf.version + "'", tf_spec);
     return;
   }
   auto& f = out.add(Layer::frameworks, Severity::ok, "frameworks.tensorflow", name);

@@ -56,6 +56,21 @@ TEST(FrameworkRules, CpuOnlyTorchOnAGpuHostFailsWithTheRightCudaBuild) {
   EXPECT_NE(cpu->fix.find("--index-url https://download.pytorch.org/whl/cu12"), std::string::npos) << cpu->fix;
 }
 
+TEST(FrameworkRules, AnExternallyManagedPythonIsNeverToldToPipInstall) {
+  // Debian 12's /usr/bin/python3 refuses pip installs (PEP 668): the fix is a venv from setup.
+  HostFacts f = a100_host();
+  PythonFacts p = python_with_torch("2.2.2+cpu", "");
+  p.interpreter = "/usr/bin/python3";
+  p.externally_managed = true;
+  f.pythons.push_back(p);
+  auto out = frameworks(f);
+  const Finding* cpu = out.find("frameworks.torch.cpu_only");
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_EQ(cpu->fix.find("/usr/bin/python3 -m pip"), std::string::npos) << cpu->fix;
+  EXPECT_EQ(cpu->fix.rfind("gpuhost setup --framework torch==", 0), 0u) << cpu->fix;
+  EXPECT_NE(cpu->fix.find("PEP 668"), std::string::npos) << cpu->fix;
+}
+
 TEST(FrameworkRules, TorchBuiltForANewerCudaThanTheDriverFails) {
   HostFacts f = a100_host();
   f.gpu.driver_version = "470.82.01";

@@ -249,6 +249,15 @@ Result<PytorchTable> parse_pytorch(const json::Value& document, const std::strin
     release.python_max = row.version("python_max");
     if (row.ok() && release.python_max < release.python_min) row.fail("python_max", "is below python_min");
     release.pypi_linux_cuda = row.optional_version("pypi_linux_cuda");
+    if (const auto* companions = row.optional_object("companions")) {
+      RowReader c(*companions, where + " (torch " + release.version.str() + ").companions");
+      TorchCompanions out;
+      out.torchvision = c.version("torchvision");
+      out.torchaudio = c.version("torchaudio");
+      out.provenance = c.provenance();
+      if (auto done = c.finish(); !done) row.adopt(done.error());
+      release.companions = std::move(out);
+    }
     const auto* builds = row.array("builds");
     release.provenance = row.provenance();
     std::vector<std::string> build_keys;

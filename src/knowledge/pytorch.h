@@ -36,6 +36,14 @@ struct TorchBuild {
   [[nodiscard]] bool available_on(Os os) const;
 };
 
+// The torchvision and torchaudio releases built against one torch release: installed with it, in
+// the same pip command and from the same index.
+struct TorchCompanions {
+  Version torchvision;  // "0.23.0"
+  Version torchaudio;   // "2.8.0"
+  Provenance provenance;
+};
+
 struct TorchRelease {
   Version version;                         // "2.1": a release line
   std::optional<Version> patch_version;    // a patch known to exist ("2.1.2"), when a source gives one
@@ -43,6 +51,7 @@ struct TorchRelease {
   Version python_max;                      // "3.11"
   std::vector<TorchBuild> builds;          // newest CUDA first
   std::optional<Version> pypi_linux_cuda;  // the CUDA of the plain PyPI wheel on Linux, when known
+  std::optional<TorchCompanions> companions;  // when a source pins them for pin_version()
   Provenance provenance;                   // confidence marks rows the research calls future-dated
 
   // The exact version to pin: patch_version, else X.Y.0.

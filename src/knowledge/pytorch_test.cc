@@ -155,7 +155,7 @@ TEST(TorchAdvice, NewestForDriver535OnA100LinuxIsACu12Build) {
 
 TEST(TorchAdvice, RequiringFullDriverSupportPicksAnOlderToolkit) {
   TorchHost host{Os::linux, v("535.104.05"), std::nullopt, cc("8.0"), v("3.11")};
-  auto rec = recommend_torch(embedded(), host, {DriverPolicy::require_full_support, false});
+  auto rec = recommend_torch(embedded(), host, {DriverPolicy::require_full_support, false, std::nullopt});
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->install_command,
             "pip install torch==2.7.0 --index-url https://download.pytorch.org/whl/cu118");
@@ -163,7 +163,8 @@ TEST(TorchAdvice, RequiringFullDriverSupportPicksAnOlderToolkit) {
 
 TEST(TorchAdvice, UnconfirmedReleasesOnlyWhenAskedFor) {
   TorchHost host{Os::linux, v("535.104.05"), std::nullopt, cc("8.0"), v("3.11")};
-  auto rec = recommend_torch(embedded(), host, {DriverPolicy::allow_minor_version_compat, true});
+  auto rec =
+      recommend_torch(embedded(), host, {DriverPolicy::allow_minor_version_compat, true, std::nullopt});
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->release->version, v("2.14"));
   EXPECT_EQ(rec->build->cuda, v("12.6"));

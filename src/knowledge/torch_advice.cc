@@ -82,6 +82,9 @@ std::optional<TorchRecommendation> recommend_torch(const Knowledge& knowledge, c
                                                    const TorchAdviceOptions& options) {
   const PytorchTable& table = knowledge.pytorch;
   auto considered = [&](const TorchRelease& release) {
+    if (options.release_line)
+      return release.version == major_minor(*options.release_line) &&
+             (!host.python || release.supports_python(*host.python));
     if (!options.include_unconfirmed && release.provenance.confidence == Confidence::unconfirmed)
       return false;
     return !host.python || release.supports_python(*host.python);

@@ -31,6 +31,7 @@ enum class DriverPolicy {
 struct TorchAdviceOptions {
   DriverPolicy driver_policy = DriverPolicy::allow_minor_version_compat;
   bool include_unconfirmed = false;  // consider releases whose confidence is `unconfirmed`
+  std::optional<Version> release_line;  // consider only this release line ("2.8"); a patch is cut to it
 };
 
 // The verdict on one wheel for one host.

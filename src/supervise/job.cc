@@ -8,6 +8,7 @@
 #include "base/strings.h"
 #include "platform/environment.h"
 #include "platform/files.h"
+#include "platform/state_root.h"
 #include "platform/system_info.h"
 
 namespace gpuhost::supervise {
@@ -268,21 +269,7 @@ std::string default_job_name(const JobSpec& spec) {
 }
 
 std::filesystem::path jobs_root() {
-  if (auto home = platform::get_env("GPUHOST_HOME"); home && !home->empty())
-    return path_from_utf8(*home) / "jobs";
-  if (platform::current_os() == platform::OsFamily::windows) {
-    if (auto local = platform::get_env("LOCALAPPDATA"); local && !local->empty())
-      return path_from_utf8(*local) / "gpuhost" / "jobs";
-    if (auto profile = platform::get_env("USERPROFILE"); profile && !profile->empty())
-      return path_from_utf8(*profile) / "AppData" / "Local" / "gpuhost" / "jobs";
-  } else {
-    // XDG Base Directory Specification 0.8: a relative $XDG_STATE_HOME is invalid and ignored.
-    if (auto state = platform::get_env("XDG_STATE_HOME"); state && !state->empty() && state->front() == '/')
-      return path_from_utf8(*state) / "gpuhost" / "jobs";
-    if (auto home = platform::get_env("HOME"); home && !home->empty())
-      return path_from_utf8(*home) / ".local" / "state" / "gpuhost" / "jobs";
-  }
-  return std::filesystem::path(".gpuhost") / "jobs";
+  return platform::state_root() / "jobs";
 }
 
 JobPaths job_paths(const std::filesystem::path& root, const std::string& name) {
