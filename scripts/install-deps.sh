@@ -41,7 +41,7 @@ done
 # npm packages, pinned by each folder's package-lock.json; node_modules/ is not committed.
 install_npm() {
   local dir
-  for dir in web tests/browser; do
+  for dir in web tests/browser tests/powershell; do
     [ -f "$dir/package-lock.json" ] || continue
     if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules" ]; then
       echo "install-deps: npm ci in $dir"

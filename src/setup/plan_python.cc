@@ -373,10 +373,14 @@ void plan_verification(PlanContext& c, const Environment& env) {
   if (c.gpu_host() && !c.request.allow_cpu) args.push_back("--expect-gpu");
   const std::string script(verify_script());
   std::string verify;
-  if (c.windows)
-    verify = "@'\n" + script + "'@ | " + env.python + " - " + join(args, " ");
-  else
+  if (c.windows) {
+    // Native arguments quoted: a bare "-" or "--flag" is where PowerShell grammars disagree.
+    std::string quoted = ps_quote("-");
+    for (const auto& a : args) quoted += " " + ps_quote(a);
+    verify = "@'\n" + script + "'@ | " + env.python + " " + quoted;
+  } else {
     verify = env.python + " - " + join(args, " ") + " <<'GPUHOST_VERIFY'\n" + script + "GPUHOST_VERIFY";
+  }
   const bool gpu = c.gpu_host();
   const std::string smi = c.windows ? "nvidia-smi.exe -L" : "nvidia-smi -L";
   if (c.request.for_image) {

@@ -14,6 +14,23 @@ from gpuhost_test import IS_WINDOWS_BUILD, SYSTEM_PYTHON, have, needs, run, scen
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GOLDEN = os.path.join(HERE, "..", "..", "src", "setup", "testdata")
+PS_DIR = os.path.join(HERE, "..", "powershell")
+PS_MODULES = os.path.join(PS_DIR, "node_modules")
+
+
+def ps_parser():
+    """tests/powershell/ps_parse.c built against npm's tree-sitter core and tree-sitter-powershell
+    (scripts/install-deps.sh runs npm ci there); rebuilt when its source is newer."""
+    out = os.path.join(tmp_dir("ps-parse"), "ps_parse")
+    source = os.path.join(PS_DIR, "ps_parse.c")
+    if os.path.exists(out) and os.path.getmtime(out) >= os.path.getmtime(source):
+        return out
+    core = os.path.join(PS_MODULES, "tree-sitter", "vendor", "tree-sitter", "lib")
+    grammar = os.path.join(PS_MODULES, "tree-sitter-powershell", "src")
+    subprocess.run(["cc", "-O1", "-o", out, "-I" + os.path.join(core, "include"), "-I" + os.path.join(core, "src"),
+                    "-I" + grammar, source, os.path.join(core, "src", "lib.c"), os.path.join(grammar, "parser.c"),
+                    os.path.join(grammar, "scanner.c")], check=True, capture_output=True)
+    return out
 
 # Stand-ins record every call in $SETUP_LOG. apt-get "installs" into $FAKE_DPKG_DB; dpkg -s
 # answers from it, else from the real package database (python3-venv, python3-torch are real).
@@ -286,6 +303,37 @@ class RealEndToEnd(unittest.TestCase):
         self.assertIn("verify.frameworks", result["message"])
         self.assertIn("CPU-only build on a host with an NVIDIA GPU", " ".join(result["verification"]["problems"]))
         self.assertIn("nvidia-smi -L", calls(env))
+
+
+@needs(os.path.isdir(os.path.join(PS_MODULES, "tree-sitter-powershell")), "tests/powershell/node_modules (npm ci)")
+class PowerShellGrammar(unittest.TestCase):
+    """The PowerShell scripts against tree-sitter-powershell: a grammar, not PowerShell's own
+    parser (none exists for Debian), so it catches broken blocks, strings, here-strings and
+    statements but not every rule PowerShell enforces."""
+
+    def test_the_checker_rejects_broken_scripts(self):
+        broken = os.path.join(tmp_dir("ps-parse"), "broken.ps1")
+        for text in ("if ($x) {\n  Write-Output 'a'\n", "$s = @'\nno end\n", "function f( { }\n"):
+            with open(broken, "w") as f:
+                f.write(text)
+            proc = subprocess.run([ps_parser(), broken], capture_output=True, text=True)
+            self.assertEqual(proc.returncode, 1, text)
+
+    def test_every_powershell_golden_parses(self):
+        scripts = sorted(glob.glob(os.path.join(GOLDEN, "*.ps1")))
+        self.assertGreaterEqual(len(scripts), 2)
+        proc = subprocess.run([ps_parser()] + scripts, capture_output=True, text=True)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+
+    @unittest.skipIf(not IS_WINDOWS_BUILD, "the Windows build writes this host's PowerShell")
+    def test_this_windows_hosts_script_parses(self):
+        proc = run(["setup", "--script", "powershell", "--env", "C:\\venvs\\train"])
+        self.assertIn(proc.returncode, (0, 7), proc.stderr)
+        path = os.path.join(tmp_dir("ps-parse"), "this-host.ps1")
+        with open(path, "w") as f:
+            f.write(proc.stdout)
+        check = subprocess.run([ps_parser(), path], capture_output=True, text=True)
+        self.assertEqual(check.returncode, 0, check.stderr)
 
 
 @unittest.skipIf(not IS_WINDOWS_BUILD, "the Windows build under Wine")

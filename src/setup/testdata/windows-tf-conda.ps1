@@ -183,7 +183,7 @@ sys.stdout.write("GPUHOST_VERIFY " + json.dumps(report) + "\n")
 for p in problems:
     sys.stderr.write("verification failed: " + p + "\n")
 sys.exit(0 if report["ok"] else 1)
-'@ | conda run -n tf python - tensorflow --expect-gpu
+'@ | conda run -n tf python '-' 'tensorflow' '--expect-gpu'
   if ($LASTEXITCODE) { throw ('verify.frameworks failed with exit code ' + $LASTEXITCODE) }
 }
 Write-Output 'gpuhost setup: done'
