@@ -59,6 +59,8 @@ restart, restart and run the same command again. A finished run writes lock.json
 Environment:
   GPUHOST_HOME           state directory root (setup/ below it)
   GPUHOST_BOOT_ID        use this as the boot identity instead of the kernel's (image builders)
+  GPUHOST_POWERSHELL     the PowerShell that runs a Windows plan (default powershell.exe;
+                         pwsh.exe for PowerShell 7)
 
 Exit codes:
   0  plan printed; or applied and verified; or --check found no drift
@@ -387,6 +389,7 @@ int run_setup(CommandContext& context) {
   setup::ApplyOptions apply;
   apply.state_dir = setup::setup_state_dir();
   apply.unattended = options->yes;
+  if (auto ps = platform::get_env("GPUHOST_POWERSHELL"); ps && !ps->empty()) apply.powershell = *ps;
   if (auto id = platform::get_env("GPUHOST_BOOT_ID"); id && !id->empty())
     apply.boot_id = *id;
   else if (auto boot = platform::boot_id())

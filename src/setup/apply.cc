@@ -75,8 +75,8 @@ struct Ran {
 };
 
 // Runs `program` (a whole script for the plan's shell) from a file under steps/.
-Ran run_program(const Plan& plan, const fs::path& file, const std::string& program,
-                std::chrono::milliseconds timeout) {
+Ran run_program(const Plan& plan, const ApplyOptions& options, const fs::path& file,
+                const std::string& program, std::chrono::milliseconds timeout) {
   Ran ran;
   if (auto written = platform::write_file_atomic(file, program); !written) {
     ran.why = "writing " + file.string() + ": " + written.error().message;
@@ -84,8 +84,8 @@ Ran run_program(const Plan& plan, const fs::path& file, const std::string& progr
   }
   platform::ProcessOptions run;
   if (plan.shell == Shell::powershell)
-    run.argv = {"powershell.exe", "-NoProfile", "-NonInteractive", "-ExecutionPolicy",
-                "Bypass",         "-File",      file.string()};
+    run.argv = {options.powershell, "-NoProfile", "-NonInteractive", "-ExecutionPolicy",
+                "Bypass",           "-File",      file.string()};
   else
     run.argv = {"sh", file.string()};
   run.timeout = timeout;
@@ -165,7 +165,7 @@ Result<ApplyResult> apply_plan(const Plan& plan, const ApplyOptions& options) {
     };
 
     if (!step.probe.empty()) {
-      Ran probe = run_program(plan, options.state_dir / "steps" / (step.id + ".probe" + ext),
+      Ran probe = run_program(plan, options, options.state_dir / "steps" / (step.id + ".probe" + ext),
                               probe_program(plan, step), std::chrono::minutes(2));
       if (probe.ok) {
         const bool before = contains(state.done, step.id);
@@ -186,8 +186,8 @@ Result<ApplyResult> apply_plan(const Plan& plan, const ApplyOptions& options) {
     }
     say(label + ": " + step.title);
     const fs::path log = options.state_dir / "logs" / (step.id + ".log");
-    Ran act = run_program(plan, options.state_dir / "steps" / (step.id + ext), action_program(plan, step),
-                          std::chrono::hours(2));
+    Ran act = run_program(plan, options, options.state_dir / "steps" / (step.id + ext),
+                          action_program(plan, step), std::chrono::hours(2));
     (void)platform::write_file_atomic(log, act.output);
     if (step.id == "verify.frameworks") {
       for (const auto& line : split_lines(act.output)) {
@@ -207,7 +207,7 @@ Result<ApplyResult> apply_plan(const Plan& plan, const ApplyOptions& options) {
       return result;
     }
     if (!step.probe.empty()) {
-      Ran again = run_program(plan, options.state_dir / "steps" / (step.id + ".probe" + ext),
+      Ran again = run_program(plan, options, options.state_dir / "steps" / (step.id + ".probe" + ext),
                               probe_program(plan, step), std::chrono::minutes(2));
       if (!again.ok && !step.reboot) {
         finish("failed", "the step ran, but its check still fails: " + step.probe);

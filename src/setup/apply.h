@@ -23,6 +23,9 @@ struct ApplyOptions {
   std::filesystem::path state_dir;  // state.json, lock.json, steps/, logs/
   std::string boot_id;              // this boot (platform::boot_id, or GPUHOST_BOOT_ID)
   bool unattended = false;          // --yes: a step that needs a person stops the run
+  // The PowerShell that runs a Windows plan's steps (GPUHOST_POWERSHELL: pwsh.exe for
+  // PowerShell 7); Linux plans run with sh.
+  std::string powershell = "powershell.exe";
   // One line per step as it starts and ends. May be empty.
   std::function<void(std::string_view)> progress;
 };

@@ -10,7 +10,10 @@ import shutil
 import subprocess
 import unittest
 
-from gpuhost_test import IS_WINDOWS_BUILD, SYSTEM_PYTHON, have, needs, run, scenario_env, tmp_dir, torch_available
+from gpuhost_test import (IS_WINDOWS_BUILD, SYSTEM_PYTHON, have, host_path, needs, run, scenario_env, tmp_dir,
+                          torch_available)
+
+FAKE_POWERSHELL = os.environ.get("GPUHOST_FAKE_POWERSHELL_BIN", "")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GOLDEN = os.path.join(HERE, "..", "..", "src", "setup", "testdata")
@@ -350,6 +353,47 @@ class WindowsPlan(unittest.TestCase):
         self.assertIn("[CmdletBinding(SupportsShouldProcess)]", plan["script"])
         env = next(s for s in plan["steps"] if s["id"] == "python.env")
         self.assertIn("C:\\venvs\\train", env["actions"][0])
+
+    def test_apply_runs_each_step_through_powershell_in_order_and_resumes_after_a_failure(self):
+        # The engine's Windows side at the process boundary: each probe and action goes to
+        # GPUHOST_POWERSHELL -File <state>\\steps\\<id>[.probe].ps1 (a stand-in: Wine has no PowerShell).
+        root = tmp_dir("setup-windows-apply")
+        shutil.rmtree(root)
+        os.makedirs(root)
+        log, done = os.path.join(root, "calls.log"), os.path.join(root, "done.txt")
+        env = {"GPUHOST_POWERSHELL": host_path(FAKE_POWERSHELL), "GPUHOST_HOME": host_path(os.path.join(root, "home")),
+               "GPUHOST_BOOT_ID": "boot-1", "GPUHOST_FAKE_PS_LOG": host_path(log), "GPUHOST_FAKE_PS_DONE": host_path(done),
+               "GPUHOST_FAKE_PS_FAIL": "torch.install"}
+        args = ["setup", "--apply", "--yes", "--json", "--env", "C:\\venvs\\train"]
+        failed = run(args, env=env, timeout=300)
+        self.assertEqual(failed.returncode, 1, failed.stderr + failed.stdout[-2000:])
+        out = json.loads(failed.stdout)
+        ids = [s["id"] for s in out["steps"]]
+        before = ids[:ids.index("torch.install")]
+        self.assertIn("python.env", before)
+        expected = []
+        for step in before:
+            expected += ["probe " + step, "run " + step, "probe " + step]
+        expected += ["probe torch.install", "run torch.install"]
+        with open(log) as f:
+            self.assertEqual(f.read().split("\n")[:-1], expected)
+        self.assertIn("torch.install", out["apply"]["message"])
+        with open(os.path.join(root, "home", "setup", "logs", "torch.install.log")) as f:
+            self.assertIn("failed as asked", f.read())
+        for step in before:  # the step files are the rendered programs
+            self.assertTrue(os.path.exists(os.path.join(root, "home", "setup", "steps", step + ".ps1")), step)
+
+        del env["GPUHOST_FAKE_PS_FAIL"]
+        open(log, "w").close()
+        resumed = run(args, env=env, timeout=300)
+        self.assertEqual(resumed.returncode, 0, resumed.stderr + resumed.stdout[-2000:])
+        status = {s["id"]: s["status"] for s in json.loads(resumed.stdout)["apply"]["steps"]}
+        self.assertEqual({status[s] for s in before}, {"done before"})
+        self.assertEqual(status["torch.install"], "ran")
+        with open(log) as f:
+            calls = f.read().split("\n")[:-1]
+        self.assertEqual([c for c in calls if c.startswith("run ")], ["run torch.install", "run verify.frameworks"])
+        self.assertTrue(os.path.exists(os.path.join(root, "home", "setup", "lock.json")))
 
     def test_sh_is_refused_for_a_windows_plan(self):
         proc = run(["setup", "--script", "sh"])
