@@ -22,6 +22,25 @@ std::string cuda_repo(const doctor::HostFacts& f) {
   return {};
 }
 
+std::string keyring_url(const std::string& repo) {
+  return "https://developer.download.nvidia.com/compute/cuda/repos/" + repo +
+         "/x86_64/cuda-keyring_1.1-1_all.deb";
+}
+
+// NVIDIA's CUDA repository through its keyring package (what GCP's installer does on Debian and
+// Ubuntu). `what`: the packages that need it.
+void add_repository_step(PlanContext& c, std::string id, const std::string& repo, const std::string& what) {
+  const std::string keyring = keyring_url(repo);
+  auto& s = add_step(c, std::move(id), "Add NVIDIA's CUDA repository (" + repo + ")");
+  s.reason = what + " come from NVIDIA's repository for " + repo;
+  s.admin = true;
+  s.probe = "dpkg -s cuda-keyring >/dev/null 2>&1";
+  s.actions = {"curl -fsSL -o /tmp/cuda-keyring.deb " + keyring, "dpkg -i /tmp/cuda-keyring.deb",
+               "rm -f /tmp/cuda-keyring.deb", "apt-get update"};
+  s.expect = "apt-get sees NVIDIA's packages, signed by the keyring's key";
+  s.source = keyring;
+}
+
 bool cloud_licensed_driver(const doctor::HostFacts& f) {
   for (const auto& d : f.gpu.devices) {
     if (d.virtualization.value_or(gpu::VirtualizationMode::none) == gpu::VirtualizationMode::vgpu)
@@ -162,8 +181,6 @@ void plan_linux_driver(PlanContext& c, const std::string& why = {}) {
     c.plan.decisions.push_back("driver branch R" + std::to_string(chosen->branch) + " (" + chosen->kind +
                                ", end of life " + chosen->end_of_life + ")");
   }
-  const std::string keyring = "https://developer.download.nvidia.com/compute/cuda/repos/" + repo +
-                              "/x86_64/cuda-keyring_1.1-1_all.deb";
 
   bool nouveau = false;
   for (const auto& d : f.linux.pci_display_devices) nouveau = nouveau || d.driver == "nouveau";
@@ -211,16 +228,7 @@ void plan_linux_driver(PlanContext& c, const std::string& why = {}) {
         "for the password mokutil --import set). On a cloud VM without a console, use the cloud's "
         "signed driver image or turn Secure Boot off, then run gpuhost setup again");
   }
-  {
-    auto& s = add_step(c, "driver.repository", "Add NVIDIA's CUDA repository (" + repo + ")");
-    s.reason = "the driver packages come from NVIDIA's repository for " + repo;
-    s.admin = true;
-    s.probe = "dpkg -s cuda-keyring >/dev/null 2>&1";
-    s.actions = {"curl -fsSL -o /tmp/cuda-keyring.deb " + keyring, "dpkg -i /tmp/cuda-keyring.deb",
-                 "rm -f /tmp/cuda-keyring.deb", "apt-get update"};
-    s.expect = "apt-get sees NVIDIA's packages, signed by the keyring's key";
-    s.source = keyring;
-  }
+  add_repository_step(c, "driver.repository", repo, "the driver packages");
   {
     const std::string package =
         flavour == "open" ? "nvidia-open" : "cuda-drivers-" + std::to_string(chosen ? chosen->branch : 580);
@@ -381,18 +389,7 @@ void plan_toolkit(PlanContext& c) {
         "with NVIDIA's runfile (--toolkit --silent, without the driver)");
     return;
   }
-  if (!have_repo_step) {
-    const std::string keyring = "https://developer.download.nvidia.com/compute/cuda/repos/" + repo +
-                                "/x86_64/cuda-keyring_1.1-1_all.deb";
-    auto& r = add_step(c, "toolkit.repository", "Add NVIDIA's CUDA repository (" + repo + ")");
-    r.reason = "the toolkit packages come from NVIDIA's repository";
-    r.admin = true;
-    r.probe = "dpkg -s cuda-keyring >/dev/null 2>&1";
-    r.actions = {"curl -fsSL -o /tmp/cuda-keyring.deb " + keyring, "dpkg -i /tmp/cuda-keyring.deb",
-                 "rm -f /tmp/cuda-keyring.deb", "apt-get update"};
-    r.expect = "apt-get sees NVIDIA's packages";
-    r.source = keyring;
-  }
+  if (!have_repo_step) add_repository_step(c, "toolkit.repository", repo, "the toolkit packages");
   const std::string pkg = "cuda-toolkit-" + replace_all(mm, ".", "-");
   auto& s = add_step(c, "toolkit.install", title);
   s.reason = reason;

@@ -33,6 +33,14 @@ void header(std::string& out, const Plan& plan) {
             "--for-image: run the verification at the end of this file on the first boot with a GPU.");
 }
 
+// "# [2/6] python.env: ..." and the step's why / after / source as comments (both shells).
+void step_header(std::string& out, std::size_t n, std::size_t total, const Step& s) {
+  out += "\n# [" + std::to_string(n) + "/" + std::to_string(total) + "] " + s.id + ": " + s.title + "\n";
+  if (!s.reason.empty()) comment(out, "why: ", s.reason);
+  if (!s.expect.empty()) comment(out, "after: ", s.expect);
+  if (!s.source.empty()) comment(out, "source: ", s.source);
+}
+
 std::string sh_script(const Plan& plan) {
   std::string out = "#!/bin/sh\n";
   header(out, plan);
@@ -45,11 +53,7 @@ std::string sh_script(const Plan& plan) {
         std::to_string(k_script_exit_blocked) + "\nfi\n";
   std::size_t n = 0;
   for (const auto& s : plan.steps) {
-    out += "\n# [" + std::to_string(++n) + "/" + std::to_string(plan.steps.size()) + "] " + s.id + ": " +
-           s.title + "\n";
-    if (!s.reason.empty()) comment(out, "why: ", s.reason);
-    if (!s.expect.empty()) comment(out, "after: ", s.expect);
-    if (!s.source.empty()) comment(out, "source: ", s.source);
+    step_header(out, ++n, plan.steps.size(), s);
     std::string indent;
     if (!s.probe.empty()) {
       out += "if ! { " + s.probe + "; } >/dev/null 2>&1; then\n";
@@ -85,11 +89,7 @@ std::string ps_script(const Plan& plan) {
         std::to_string(k_script_exit_blocked) + "\n}\n";
   std::size_t n = 0;
   for (const auto& s : plan.steps) {
-    out += "\n# [" + std::to_string(++n) + "/" + std::to_string(plan.steps.size()) + "] " + s.id + ": " +
-           s.title + "\n";
-    if (!s.reason.empty()) comment(out, "why: ", s.reason);
-    if (!s.expect.empty()) comment(out, "after: ", s.expect);
-    if (!s.source.empty()) comment(out, "source: ", s.source);
+    step_header(out, ++n, plan.steps.size(), s);
     std::string indent = "  ";
     if (!s.probe.empty()) {
       out += "if (-not (Test-Step { " + s.probe + " })) {\n";
