@@ -40,6 +40,7 @@ Flags:
   --driver-flavour F     open or proprietary kernel modules (default: from the GPU)
   --offline              no wheel index: frameworks come from the system's packages, seen
                          through --system-site-packages (Debian: python3-torch)
+  --torch-index URL      a mirror of https://download.pytorch.org/whl (same cu126/, cpu/ ... folders)
   --allow-cpu            accept a CPU build of the framework on a host with an NVIDIA GPU
   --script sh|powershell print only the script (the plan's shell; for review or an image)
   --apply                run the plan here, step by step (asks first on a terminal)
@@ -115,6 +116,7 @@ constexpr FlagSpec k_setup_flags[] = {
     {"--check", false},
     {"--from", true},
     {"--knowledge", true},
+    {"--torch-index", true},
 };
 
 bool valid_conda_name(std::string_view name) {
@@ -167,6 +169,13 @@ Result<SetupOptions> parse_setup_options(std::span<const std::string> args) {
       return make_error(ErrorCode::invalid_argument,
                         "--driver-flavour is open or proprietary, not '" + *d + "'");
     o.request.driver_flavour = *d;
+  }
+  if (auto t = parsed.value("--torch-index")) {
+    if (t->rfind("https://", 0) != 0 && t->rfind("http://", 0) != 0)
+      return make_error(ErrorCode::invalid_argument, "--torch-index takes an http(s) URL, not '" + *t + "'");
+    o.request.torch_index = *t;
+    while (!o.request.torch_index.empty() && o.request.torch_index.back() == '/')
+      o.request.torch_index.pop_back();
   }
   if (auto s = parsed.value("--script")) {
     if (*s != "sh" && *s != "powershell")

@@ -139,12 +139,11 @@ Result<Plan> build_plan(const doctor::HostFacts& facts, const knowledge::Knowled
   warn_about_shadowing(c);
   plan_python(c);
 
-  json::Value expected = json::Value::object();
-  expected["os"] = c.windows ? "windows" : "linux";
-  expected["driver"] = c.driver_working ? json::Value(facts.gpu.driver_version) : json::Value();
-  expected["environment"] = plan.environment;
-  expected["python"] = plan.python;
-  plan.expected = std::move(expected);
+  // The frameworks' entries were added by plan_python; these complete the lock's expectations.
+  plan.expected["os"] = c.windows ? "windows" : "linux";
+  plan.expected["driver"] = c.driver_working ? json::Value(facts.gpu.driver_version) : json::Value();
+  plan.expected["environment"] = plan.environment;
+  plan.expected["python"] = plan.python;
   return plan;
 }
 

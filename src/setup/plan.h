@@ -39,6 +39,7 @@ struct SetupRequest {
   bool offline = false;           // --offline: no wheel index; frameworks from the system's packages
   bool allow_cpu = false;         // --allow-cpu: a CPU build on a GPU host is acceptable
   std::string driver_flavour;     // --driver-flavour open|proprietary; empty: from the GPU
+  std::string torch_index;        // --torch-index: a mirror of https://download.pytorch.org/whl
 };
 
 // One step: probe -> act -> probe again. The probe says whether the step is already done; a step

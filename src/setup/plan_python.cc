@@ -239,6 +239,15 @@ void plan_torch(PlanContext& c, const Environment& env, const FrameworkRequest& 
   const knowledge::TorchRelease& release = *rec->release;
   const std::string pin = release.pin_version().str();
   std::string command = rec->install_command;  // "pip install torch==2.8.0 --index-url ..."
+  std::string index_url = rec->index_url;
+  if (!r.torch_index.empty()) {
+    // A mirror of download.pytorch.org/whl: the same per-backend folders under another base.
+    constexpr std::string_view official = "https://download.pytorch.org/whl";
+    command = replace_all(command, official, r.torch_index);
+    index_url = replace_all(index_url, official, r.torch_index);
+    c.plan.decisions.push_back("wheels from the mirror " + r.torch_index + " (--torch-index) instead of " +
+                               std::string(official));
+  }
   if (command.rfind("pip ", 0) == 0) command = command.substr(4);
   std::string packages = "torch==" + pin;
   if (release.companions && command.find("+") == std::string::npos) {
@@ -271,7 +280,7 @@ void plan_torch(PlanContext& c, const Environment& env, const FrameworkRequest& 
   json::Value t = json::Value::object();
   t["version"] = pin;
   t["cuda"] = rec->build ? json::Value(cuda) : json::Value();
-  t["index_url"] = rec->index_url;
+  t["index_url"] = index_url;
   c.plan.expected["torch"] = std::move(t);
 }
 

@@ -80,6 +80,12 @@ TEST(SetupPlan, AWorkingDriverIsLeftAloneAndV100GetsCu126NotCu13) {
   EXPECT_EQ(find_step(pinned, "torch.install")->actions.front(),
             "/opt/venv/bin/python -m pip install torch==2.8.0 torchvision==0.23.0 torchaudio==2.8.0 "
             "--index-url https://download.pytorch.org/whl/cu126");
+  // The lock expects what the step installs, beside the driver it was chosen for.
+  const json::Value* locked = pinned.expected.find("torch");
+  ASSERT_NE(locked, nullptr);
+  EXPECT_EQ(json::dump(*locked),
+            R"({"version":"2.8.0","cuda":"12.6","index_url":"https://download.pytorch.org/whl/cu126"})");
+  EXPECT_EQ(json::dump(*pinned.expected.find("driver")), R"("595.58.03")");
 }
 
 TEST(SetupPlan, Rtx50NeedsACuda128OrNewerBuild) {

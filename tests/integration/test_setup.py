@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import unittest
+import zipfile
 
 from gpuhost_test import (IS_WINDOWS_BUILD, SYSTEM_PYTHON, have, host_path, needs, run, scenario_env, tmp_dir,
                           torch_available)
@@ -296,6 +297,49 @@ class RealEndToEnd(unittest.TestCase):
         drifted = run(["setup", "--check", "--json"], env=env)
         self.assertEqual(drifted.returncode, 1, drifted.stdout)
         self.assertGreaterEqual(json.loads(drifted.stdout)["drift"], 1)
+
+    def test_real_pip_installs_the_pinned_build_from_a_mirror_and_verification_catches_a_broken_torch(self):
+        # No wheel index is reachable here, so a PEP 503 index on 127.0.0.1 stands in for a
+        # mirror of download.pytorch.org/whl (--torch-index). Its "torch" wheel is a stub that
+        # imports but cannot compute: the real pip installs it, the probe accepts the pinned
+        # version, and the real verification refuses it.
+        root = tmp_dir("setup-mirror")
+        shutil.rmtree(root)
+        venv = os.path.join(root, "venv")
+        env = {"GPUHOST_HOME": os.path.join(root, "home"), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+        plan = json.loads(run(["setup", "--json", "--env", venv], env=env).stdout)
+        step = next(s for s in plan["steps"] if s["id"] == "torch.install")
+        version = plan["expected"]["torch"]["version"]
+        self.assertIn("/whl/cpu", step["actions"][0])
+        wheel_dir = os.path.join(root, "index", "whl", "cpu", "torch")
+        os.makedirs(wheel_dir)
+        name = "torch-%s+cpu-py3-none-any.whl" % version
+        info = "torch-%s+cpu.dist-info" % version
+        with zipfile.ZipFile(os.path.join(wheel_dir, name), "w") as z:
+            z.writestr("torch/__init__.py", "__version__ = '%s+cpu'\n\nclass version:\n    cuda = None\n" % version)
+            z.writestr(info + "/METADATA", "Metadata-Version: 2.1\nName: torch\nVersion: %s+cpu\n" % version)
+            z.writestr(info + "/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+            z.writestr(info + "/RECORD", "")
+        with open(os.path.join(wheel_dir, "index.html"), "w") as f:
+            f.write('<html><body><a href="%s">%s</a></body></html>\n' % (name, name))
+        server = subprocess.Popen([SYSTEM_PYTHON, "-m", "http.server", "--bind", "127.0.0.1", "0",
+                                   "--directory", os.path.join(root, "index")], stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, text=True)
+        try:
+            port = int(server.stdout.readline().split("port ")[1].split(" ")[0])
+            proc = run(["setup", "--env", venv, "--torch-index", "http://127.0.0.1:%d/whl" % port, "--apply", "--yes", "--json"],
+                       env=env, timeout=600)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        self.assertEqual(proc.returncode, 1, proc.stdout[-3000:] + proc.stderr)
+        result = json.loads(proc.stdout)["apply"]
+        status = {s["id"]: s["status"] for s in result["steps"]}
+        self.assertEqual(status["torch.install"], "ran")  # and its probe then accepted torch==version, CPU
+        self.assertEqual(status["verify.frameworks"], "failed")
+        self.assertIn("torch: AttributeError", " ".join(result["verification"]["problems"]))
+        site = glob.glob(os.path.join(venv, "lib", "python3*", "site-packages", info))
+        self.assertEqual(len(site), 1, "pip did not install the pinned wheel into the venv")
 
     def test_a_cpu_build_on_a_gpu_host_fails_verification(self):
         root, env = stand_in_root("setup-e2e-gpu")  # nvidia-smi stand-in for the fake NVML's GPU
