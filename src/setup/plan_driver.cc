@@ -86,7 +86,7 @@ std::string cloud_driver_source(const doctor::HostFacts& f, bool windows) {
   }
 }
 
-void plan_windows_driver(PlanContext& c, bool licensed) {
+void plan_windows_driver(PlanContext& c) {
   const auto& f = c.facts;
   std::string source = cloud_driver_source(f, true);
   if (c.driver_working) return;
@@ -117,7 +117,6 @@ void plan_windows_driver(PlanContext& c, bool licensed) {
         "no NVIDIA driver: install the driver for this GPU from nvidia.com (the installer needs a "
         "person to pick the model), then run gpuhost setup again");
   }
-  (void)licensed;
 }
 
 // `why`: set when a working driver is replaced (--upgrade-driver).
@@ -307,7 +306,7 @@ void plan_driver(PlanContext& c) {
     c.plan.decisions.push_back("no NVIDIA GPU on this host: no driver, CPU builds of the frameworks");
   }
   if (c.windows)
-    plan_windows_driver(c, licensed);
+    plan_windows_driver(c);
   else
     plan_linux_driver(c);
 }

@@ -288,8 +288,6 @@ void plan_tensorflow(PlanContext& c, const Environment& env, const FrameworkRequ
   const auto& tf = c.k.tensorflow;
   knowledge::TensorflowHost host{c.plan.os, c.driver, env.version, doctor::windows_build(c.facts)};
   const knowledge::TensorflowRelease* release = nullptr;
-  knowledge::TensorflowInstallPath path = c.windows ? knowledge::TensorflowInstallPath::windows_native
-                                                    : knowledge::TensorflowInstallPath::linux_pip;
   if (want.version) {
     release = tf.find_release(*want.version);
     if (!release) {
@@ -316,7 +314,6 @@ void plan_tensorflow(PlanContext& c, const Environment& env, const FrameworkRequ
       return;
     }
     release = advice.options.front().release;
-    path = advice.options.front().path;
   } else {
     for (const auto& rel : tf.releases)
       if (!env.version || rel.supports_python(*env.version)) {
@@ -369,7 +366,6 @@ void plan_tensorflow(PlanContext& c, const Environment& env, const FrameworkRequ
     s.actions = {env.python + " -m pip install tensorflow==" + pin};
     s.expect = "tensorflow " + pin + " imports";
   }
-  (void)path;
   json::Value t = json::Value::object();
   t["version"] = pin;
   c.plan.expected["tensorflow"] = std::move(t);
