@@ -142,7 +142,10 @@ std::optional<std::string> JobPeers::handle(const PeerEvent& event, std::vector<
       // A peer whose trainer finished is not a loss: this one finishes too (DDP ranks end
       // together). Any other end (a crash, a preemption, silence) leaves this node's ranks
       // waiting in a collective that can never complete.
-      if (event.outcome == "finished") return std::nullopt;
+      if (event.outcome == "finished") {
+        if (!m_ended) m_ended = "node " + std::to_string(event.node) + " ended (" + event.outcome + ")";
+        return std::nullopt;
+      }
       return "node " + std::to_string(event.node) + " is gone: " + event.detail;
     }
   }
@@ -238,6 +241,8 @@ void JobPeers::wait_for_peers_to_end(std::chrono::milliseconds timeout) {
     (void)m_channel->wait_for_event(std::min(milliseconds(200), std::chrono::duration_cast<milliseconds>(until - now)));
   }
 }
+
+std::optional<std::string> JobPeers::ended_peer() const { return m_ended; }
 
 void JobPeers::end(const std::string& outcome) { m_channel->send_bye(outcome); }
 

@@ -86,6 +86,11 @@ class JobPeers {
   // trainer whose peer vanished usually fails on its collective before the heartbeat misses).
   [[nodiscard]] std::optional<std::string> wait_for_break(std::chrono::milliseconds timeout);
 
+  // A node that ended while this one trains (it said bye, e.g. "finished"): this node's trainer
+  // cannot be restarted, since the engine's rendezvous would wait for ranks that never come back.
+  // Empty while every node is still running.
+  [[nodiscard]] std::optional<std::string> ended_peer() const;
+
   // Node 0 at its end: waits up to `timeout` until every node that joined has ended or is lost,
   // so what it does last (a Slurm requeue ends the whole job) cannot cut a peer's own end short.
   void wait_for_peers_to_end(std::chrono::milliseconds timeout);
@@ -125,6 +130,7 @@ class JobPeers {
   std::vector<PreemptionNotice> m_early_notices;  // came while agree() waited
   std::set<int> m_joined;    // nodes that said hello (node 0) / node 0 (the others)
   std::set<int> m_departed;  // nodes that ended or were lost
+  std::optional<std::string> m_ended;  // the first departure that was an orderly end
 };
 
 }  // namespace gpuhost::supervise

@@ -281,6 +281,19 @@ Result<SupervisorResult> Supervisor::run() {
                                                             "; run every node again (the engine's restart does) to resume from the newest "
                                                             "step all nodes committed");
 
+    // A peer that finished is not coming back: a restarted torchrun would wait at its rendezvous
+    // for ranks that never join. The run ends failed, with the nodes' state as it is.
+    if (m_peers) {
+      if (auto ended = m_peers->ended_peer()) {
+        const std::string reason = "the trainer failed after " + *ended +
+                                   ": it is not restarted, since the other nodes' ranks will not join again; run every "
+                                   "node again to resume from the newest step all nodes committed";
+        json::Value fields = json::Value::object();
+        fields["reason"] = reason;
+        record("gave_up", std::move(fields));
+        return finish(Outcome::failed, reason);
+      }
+    }
     history.push_back(end->attempt);
     check_disk_after_failure();
     RestartDecision decision = decide_restart(m_spec.restart, history);

@@ -86,6 +86,24 @@ def wait_until(test, predicate, what, procs, timeout=240):
     test.fail("timed out waiting for %s" % what)
 
 
+def wait_or_explain(test, procs, nodes, timeout, what):
+    """Waits for every node's gpuhost; one still running at the deadline is stopped and the test
+    fails with what each node journalled and printed (a hang says where it hung)."""
+    deadline = time.monotonic() + timeout
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            test.fail("%s did not end within %d s:\n" % (what, timeout) + "\n".join(
+                "node %d (exit %s):%s\n  stderr: %s\n  stdout tail: %s" %
+                (node.rank, p.returncode, node.summary(), node.stderr_of(node.runs)[-2000:], node.stdout_log()[-2000:])
+                for node, p in zip(nodes, procs)))
+
+
 def committed(node, seq_id):
     return next(r for r in node.journal() if r["type"] == "checkpoint_committed" and "ck-%d" % r["seq"] == seq_id)
 
@@ -108,8 +126,7 @@ class TwoNodes(RunTestCase):
     def rerun_both(self, zero, one, flags=(), env=None, storage="shared"):
         """Both nodes again, to the end: both exit 0; returns the step they agreed on."""
         procs = self.start_both(zero, one, self.STEPS, 0, 0, flags, env)
-        for proc in procs:
-            proc.wait(timeout=300)
+        wait_or_explain(self, procs, (zero, one), 300, "the rerun of both nodes")
         for node, proc in zip((zero, one), procs):
             self.assertEqual(proc.returncode, 0, node.stderr_of(node.runs) + node.summary())
         agreed = [node.records("resume_agreed")[-1]["step"] for node in (zero, one)]
@@ -129,8 +146,7 @@ class TwoNodes(RunTestCase):
         self.assertEqual([r["role"] for r in zero.records("peers_started")], ["leader"])
         self.assertEqual([r["role"] for r in one.records("peers_started")], ["follower"])
         procs[1].send_signal(signal.SIGTERM)  # the notice reaches node 1 only
-        for proc in procs:
-            proc.wait(timeout=180)
+        wait_or_explain(self, procs, (zero, one), 180, "the save after node 1's notice")
         for node, proc in zip((zero, one), procs):
             self.assertEqual(proc.returncode, 75, node.stderr_of(node.runs) + node.summary())
         self.assertEqual(one.records("notice")[0]["source"], "signal")
@@ -180,8 +196,7 @@ class TwoNodes(RunTestCase):
         for node in (zero, one):
             self.assertEqual(node.records("resume_agreed")[-1]["storage"], "node_local", node.summary())
         procs[1].send_signal(signal.SIGTERM)  # the notice reaches node 1 only
-        for proc in procs:
-            proc.wait(timeout=180)
+        wait_or_explain(self, procs, (zero, one), 180, "the save after node 1's notice")
         steps = []
         for node, proc in zip((zero, one), procs):
             self.assertEqual(proc.returncode, 75, node.stderr_of(node.runs) + node.summary())
@@ -284,8 +299,7 @@ class TwoNodes(RunTestCase):
                    "a step committed on both nodes", procs)
         subprocess.run(["ip", "-n", spaces[0], "link", "set", tag + "v0", "down"], check=True)
         down = time.monotonic()
-        for proc in procs:
-            proc.wait(timeout=90)
+        wait_or_explain(self, procs, (zero, one), 90, "both nodes' stop after the link went down")
         took = time.monotonic() - down
         for node, proc in zip((zero, one), procs):
             self.assertEqual(proc.returncode, 75, node.stderr_of(node.runs) + node.summary())
@@ -297,13 +311,40 @@ class TwoNodes(RunTestCase):
         subprocess.run(["ip", "-n", spaces[0], "link", "set", tag + "v0", "up"], check=True)
         on_disk = max(int(name[5:11]) for name in os.listdir(zero.ck) if name.startswith("ckpt-"))
         procs = [node.start([], node.torchrun(port, self.STEPS, 0, 0), env=env) for node, env in zip((zero, one), envs)]
-        for proc in procs:
-            proc.wait(timeout=300)
+        wait_or_explain(self, procs, (zero, one), 300, "the rerun of both nodes")
         for node, proc in zip((zero, one), procs):
             self.assertEqual(proc.returncode, 0, node.stderr_of(node.runs) + node.summary())
             self.assertEqual(node.records("resume_agreed")[-1]["step"], on_disk)
         with open(zero.final, "rb") as f:
             self.assertEqual(f.read(), reference("torchrun", self.STEPS))
+
+    def test_a_trainer_that_fails_after_the_other_node_finished_is_not_restarted(self):
+        # A torchrun started again would wait at its rendezvous for ranks that ended for good, so
+        # node 0 ends failed at once, saying why, instead of restarting into a wait with no end.
+        # SkyPilot's variables give the topology; the trainers are plain processes.
+        zero, one = self.nodes("ended-peer")
+        port = free_port()
+        env = {"SKYPILOT_NUM_NODES": "2", "SKYPILOT_NODE_IPS": "127.0.0.1\n127.0.0.1", "GPUHOST_PEER_PORT": str(port)}
+        one_done = os.path.join(one.dir, "gpuhost-ended")
+        wait_then_fail = ("import os, sys, time\n"
+                          "deadline = time.monotonic() + 60\n"
+                          "while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:\n"
+                          "    time.sleep(0.05)\n"
+                          "time.sleep(1)\n"  # node 1's bye reaches node 0
+                          "sys.exit(3)\n")
+        procs = [zero.start(["--max-restarts", "5"], ["python3", "-c", wait_then_fail, one_done],
+                            env=dict(env, SKYPILOT_NODE_RANK="0")),
+                 one.start(["--max-restarts", "5"], ["python3", "-c", "pass"], env=dict(env, SKYPILOT_NODE_RANK="1"))]
+        wait_or_explain(self, procs[1:], (one,), 60, "node 1's finished trainer")
+        self.assertEqual(procs[1].returncode, 0, one.stderr_of(one.runs) + one.summary())
+        open(one_done, "w").close()
+        wait_or_explain(self, procs[:1], (zero,), 60, "node 0 after its trainer failed")
+        self.assertEqual(procs[0].returncode, 4, zero.stderr_of(zero.runs) + zero.summary())
+        self.assertEqual(zero.records("restart_scheduled"), [], zero.summary())
+        stopped = zero.records("supervisor_stopped")[-1]
+        self.assertEqual(stopped["outcome"], "failed", zero.summary())
+        self.assertIn("after node 1 ended (finished)", zero.records("gave_up")[-1]["reason"])
+        self.assertIn("not restarted", zero.stderr_of(zero.runs))
 
     def test_a_network_leader_without_a_token_is_refused_before_anything_exists(self):
         node = Node(self, "token", 1)
