@@ -242,7 +242,9 @@ void JobPeers::wait_for_peers_to_end(std::chrono::milliseconds timeout) {
   }
 }
 
-std::optional<std::string> JobPeers::ended_peer() const { return m_ended; }
+std::optional<std::string> JobPeers::ended_peer() const {
+  return m_ended;
+}
 
 void JobPeers::end(const std::string& outcome) { m_channel->send_bye(outcome); }
 

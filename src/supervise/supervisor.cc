@@ -285,9 +285,10 @@ Result<SupervisorResult> Supervisor::run() {
     // for ranks that never join. The run ends failed, with the nodes' state as it is.
     if (m_peers) {
       if (auto ended = m_peers->ended_peer()) {
-        const std::string reason = "the trainer failed after " + *ended +
-                                   ": it is not restarted, since the other nodes' ranks will not join again; run every "
-                                   "node again to resume from the newest step all nodes committed";
+        const std::string reason =
+            "the trainer failed after " + *ended +
+            ": it is not restarted, since the other nodes' ranks will not join again; run every "
+            "node again to resume from the newest step all nodes committed";
         json::Value fields = json::Value::object();
         fields["reason"] = reason;
         record("gave_up", std::move(fields));
