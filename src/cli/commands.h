@@ -22,6 +22,8 @@ int run_jobs(CommandContext& context);
 
 extern const char k_status_help[];
 int run_status(CommandContext& context);
+extern const char k_advise_help[];
+int run_advise(CommandContext& context);
 
 extern const char k_verify_help[];
 int run_verify(CommandContext& context);

@@ -1,7 +1,12 @@
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
 
 namespace gpuhost::platform {
 
@@ -11,5 +16,49 @@ namespace gpuhost::platform {
 // Windows). Linux: /proc/PID/comm (the kernel keeps its first 15 bytes); Windows:
 // QueryFullProcessImageNameW's file name. Thread-safe.
 [[nodiscard]] std::optional<std::string> process_name(unsigned pid);
+
+// One thread of a process group, with the name the OS knows it by: PyTorch names its DataLoader
+// worker processes "pt_data_worker" and its pin-memory thread "pt_data_pin" in recent releases
+// (torch/utils/data/_utils/worker.py and pin_memory.py; 1.13 does not), so a thread list tells whether a
+// trainer loads data in its main thread, in workers, and whether it pins memory.
+struct ThreadTimes {
+  long pid = 0;
+  long tid = 0;
+  std::string name;        // Linux: /proc/PID/task/TID/comm (15 bytes at most)
+  double cpu_seconds = 0;  // user + system since the thread started
+};
+
+// One process of a process group: who started it and its command line (arguments joined by
+// spaces), which tell a forked DataLoader worker (the same command line as its parent) from a
+// launcher's rank process.
+struct GroupProcess {
+  long pid = 0;
+  long ppid = 0;
+  std::string name;
+  std::string command_line;
+};
+
+// What a process group has done since it started, read at one instant.
+struct GroupActivity {
+  std::vector<GroupProcess> processes;
+  std::vector<ThreadTimes> threads;
+  std::uint64_t read_bytes = 0;    // bytes its processes had the block layer fetch (/proc/PID/io)
+  std::uint64_t major_faults = 0;  // page faults that needed a disk read (/proc/PID/stat majflt)
+  bool io_visible = true;          // false when /proc/PID/io could not be read (another user's)
+};
+
+// Every thread of every process in process group `pgid` (the supervisor starts the trainer as a
+// group leader, and its DataLoader workers inherit the group). Linux: /proc; an error when no
+// process of the group is left. Windows: `unsupported` (per-thread names of another process are
+// not read there yet; callers say they cannot see it).
+[[nodiscard]] Result<GroupActivity> read_group_activity(long pgid);
+
+// The host's pressure stall information, "some" avg10 in percent, for "cpu", "io" or "memory"
+// (Linux 4.20+ /proc/pressure/RESOURCE, Documentation/accounting/psi.rst); nullopt where the
+// kernel has no PSI, and on Windows.
+[[nodiscard]] std::optional<double> pressure_some_avg10(std::string_view resource);
+
+// Pages swapped in since boot (/proc/vmstat pswpin); nullopt on Windows.
+[[nodiscard]] std::optional<std::uint64_t> swapped_in_pages();
 
 }  // namespace gpuhost::platform

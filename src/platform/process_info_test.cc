@@ -1,6 +1,16 @@
 #include "platform/process_info.h"
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include <gtest/gtest.h>
+
+#ifndef _WIN32
+#include <pthread.h>
+#include <unistd.h>
+#endif
 
 #include "platform/process.h"
 
@@ -19,6 +29,57 @@ TEST(ProcessName, IsEmptyForAProcessThatDoesNotExist) {
   // Far above any pid_max (Linux 4194304) and not a multiple of 4 (Windows PIDs are).
   EXPECT_FALSE(process_name(2147483645u).has_value());
 }
+
+#ifndef _WIN32
+// A thread named as PyTorch names its pin-memory thread, busy while the group is read: the
+// group's activity lists it under that name with the CPU time it used.
+TEST(GroupActivity, CountsTheCpuOfALiveNamedThread) {
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    pthread_setname_np(pthread_self(), "pt_data_pin");
+    volatile unsigned long spin = 0;
+    while (!stop) spin = spin + 1;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto activity = read_group_activity(getpgrp());
+  stop = true;
+  busy.join();
+  ASSERT_TRUE(activity.has_value()) << activity.error().message;
+  const auto pin = std::find_if(activity->threads.begin(), activity->threads.end(),
+                                [](const ThreadTimes& t) { return t.name == "pt_data_pin"; });
+  ASSERT_NE(pin, activity->threads.end());
+  EXPECT_EQ(pin->pid, getpid());
+  EXPECT_GT(pin->cpu_seconds, 0.05);  // it spun for half a second, with two cores on the host
+  const auto main_thread = std::find_if(activity->threads.begin(), activity->threads.end(),
+                                        [](const ThreadTimes& t) { return t.tid == getpid(); });
+  ASSERT_NE(main_thread, activity->threads.end());
+  EXPECT_TRUE(main_thread->name.starts_with("platform_test")) << main_thread->name;
+}
+
+TEST(GroupActivity, SaysWhenNoProcessOfTheGroupRuns) {
+  auto activity = read_group_activity(2147483645L);
+  ASSERT_FALSE(activity.has_value());
+  EXPECT_EQ(activity.error().code, ErrorCode::not_found);
+}
+
+TEST(HostPressure, ReadsPsiWhereTheKernelHasIt) {
+  // /proc/pressure exists on kernels built with PSI (Debian 12's does); a value is a percentage.
+  if (auto io = pressure_some_avg10("io")) {
+    EXPECT_GE(*io, 0.0);
+    EXPECT_LE(*io, 100.0);
+  }
+  EXPECT_FALSE(pressure_some_avg10("no-such-resource").has_value());
+  EXPECT_TRUE(swapped_in_pages().has_value());  // /proc/vmstat always has pswpin
+}
+#else
+TEST(GroupActivity, IsUnsupportedOnWindowsAndSaysSo) {
+  auto activity = read_group_activity(4);
+  ASSERT_FALSE(activity.has_value());
+  EXPECT_EQ(activity.error().code, ErrorCode::unsupported);
+  EXPECT_FALSE(pressure_some_avg10("io").has_value());
+  EXPECT_FALSE(swapped_in_pages().has_value());
+}
+#endif
 
 }  // namespace
 }  // namespace gpuhost::platform

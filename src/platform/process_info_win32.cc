@@ -23,4 +23,16 @@ std::optional<std::string> process_name(unsigned pid) {
   return to_utf8(name);
 }
 
+Result<GroupActivity> read_group_activity(long) {
+  return make_error(ErrorCode::unsupported, "the threads of a process group are read on Linux only");
+}
+
+std::optional<double> pressure_some_avg10(std::string_view) {
+  return std::nullopt;
+}
+
+std::optional<std::uint64_t> swapped_in_pages() {
+  return std::nullopt;
+}
+
 }  // namespace gpuhost::platform

@@ -283,6 +283,7 @@ void fold_record(JobState& state, const JournalRecord& record) {
     ++state.child_starts;
     state.phase = JobPhase::running;
     state.run_token = f.get_string("run_token");
+    state.child_pid = static_cast<long>(f.get_int("pid"));
     std::string summary = "child started (pid " + std::to_string(f.get_int("pid")) + ", attempt " +
                           std::to_string(f.get_int("attempt", state.child_starts)) + ")";
     std::string from = f.get_string("resume_from");
@@ -293,6 +294,7 @@ void fold_record(JobState& state, const JournalRecord& record) {
     if (const CommittedCheckpoint* resumed = from.empty() ? nullptr : find_checkpoint(state, from))
       state.last_step = resumed->step;
   } else if (type == "child_exited") {
+    state.child_pid.reset();
     fold_child_exited(state, record);
   } else if (type == "checkpoint_committed") {
     fold_checkpoint_committed(state, record);
@@ -431,6 +433,7 @@ void fold_record(JobState& state, const JournalRecord& record) {
     std::string outcome = f.get_string("outcome");
     if (auto phase = phase_of_outcome(outcome)) state.phase = *phase;
     state.supervisor_pid.reset();
+    state.child_pid.reset();
     std::string summary = "supervisor stopped: " + outcome;
     if (auto code = optional_int(f, "exit_code")) summary += " (exit code " + std::to_string(*code) + ")";
     add_event(state, record, std::move(summary));

@@ -110,6 +110,7 @@ struct JobState {
   int preemptions = 0;  // notices acted on (notice records of kind "preemption", drills included)
   std::optional<long> supervisor_pid;  // of the last supervisor_started without a matching stop
   std::string run_token;               // of the last child_started (kill leftovers by it)
+  std::optional<long> child_pid;       // the running attempt's trainer (its process group's leader)
   std::optional<std::int64_t> last_step;  // newest step the journal saw (progress or checkpoint)
   std::optional<std::int64_t> last_save_ms;  // the newest save_completed: notice to committed
   std::vector<JobEvent> events;

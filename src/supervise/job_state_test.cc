@@ -80,6 +80,20 @@ TEST(JobState, CommittedCheckpointsGetIdsFromTheirSeqAndResumeNewestFirst) {
   EXPECT_EQ(event->summary, "checkpoint ck-5 committed: step 300, 1.2 GiB, validated in 0.8 s");
 }
 
+// `gpuhost advise` watches the running attempt's process group: its leader is known only while
+// the attempt runs.
+TEST(JobState, KnowsTheRunningTrainersPidUntilItExits) {
+  History h;
+  h.add("job_created", {{"name", "demo"}});
+  EXPECT_FALSE(h.fold().child_pid.has_value());
+  h.add("child_started", {{"pid", 7}, {"attempt", 1}, {"resume_from", nullptr}});
+  EXPECT_EQ(h.fold().child_pid, 7);
+  h.add("child_exited", {{"pid", 7}, {"exit_code", 1}, {"description", "exit code 1"}});
+  EXPECT_FALSE(h.fold().child_pid.has_value());
+  h.add("child_started", {{"pid", 8}, {"attempt", 2}, {"resume_from", nullptr}});
+  EXPECT_EQ(h.fold().child_pid, 8);
+}
+
 // `status` and `jobs` show where training is: an older checkpoint committed after the trainer
 // reported a later step does not move it back; a new attempt starts from its resume point.
 TEST(JobState, LastStepGoesBackOnlyWithAResume) {

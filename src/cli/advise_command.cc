@@ -1,0 +1,214 @@
+// gpuhost advise: watches a running job's trainer for a few seconds (NVML and its threads) and
+// says what limits it, with the fix (advise/judge.h; doc/advise.md).
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <ostream>
+#include <thread>
+
+#include "advise/judge.h"
+#include "advise/observe.h"
+#include "base/strings.h"
+#include "cli/commands.h"
+#include "cli/exit_codes.h"
+#include "cli/job_render.h"
+#include "gpu/nvml_session.h"
+#include "supervise/job.h"
+#include "supervise/job_state.h"
+#include "supervise/journal.h"
+
+namespace gpuhost::cli {
+
+const char k_advise_help[] = R"(Usage: gpuhost advise JOB [FLAGS]
+
+Watches a running job for a few seconds and says what limits it, with the fix in the trainer's
+framework and the change to expect in step time. No change to the trainer: it reads NVML
+(utilisation, memory, clock-event reasons; GPM tensor and SM activity on Hopper and later) and
+the trainer's threads (Linux /proc: the main thread, PyTorch's pt_data_worker loader processes
+and pt_data_pin thread, storage reads, major faults) with the host's pressure (PSI) and swap.
+
+A verdict rests on two signals that agree (the GPU waits and the loader is saturated); a hint
+on one. Each names its threshold and where it comes from (doc/advise.md). A healthy job gets
+none. On Windows the trainer's threads are not read: GPU findings only, and it says so.
+
+Flags:
+  --seconds N            how long to watch (default 10; 1..600)
+  --processes N          trainer processes on this host, for the DataLoader worker suggestion
+                         (torchrun's --nproc_per_node; default 1)
+  --jobs-dir DIR         where jobs live (default as for gpuhost run)
+  --json                 print the observation and the findings as JSON (doc/advise.md)
+  --no-color, --color=auto|always|never
+  -h, --help
+
+Exit codes:
+  0  watched; the findings (or none) are printed
+  2  bad command line, or no such job
+  3  the job is not running, or its journal cannot be read
+
+Examples:
+  gpuhost advise llama-lora
+  gpuhost advise resnet50 --seconds 30 --processes 8
+  gpuhost advise resnet50 --json | jq '.findings[] | select(.strength == "verdict") | .fix'
+)";
+
+namespace {
+
+constexpr FlagSpec k_advise_flags[] = {{"--jobs-dir", true}, {"--seconds", true}, {"--processes", true}};
+constexpr auto k_sample_interval = std::chrono::milliseconds(500);
+
+advise::HostReadings host_readings(const platform::GroupActivity& group) {
+  return advise::HostReadings{group, platform::swapped_in_pages(), platform::pressure_some_avg10("io"),
+                              platform::pressure_some_avg10("cpu")};
+}
+
+std::string fixed(double value, int digits) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+void render(std::ostream& out, const std::string& job, const advise::Observation& o,
+            const std::vector<advise::Finding>& findings, const std::string& gpu_unseen,
+            const TerminalStyle& style) {
+  out << style.bold(job) << ": watched for " << fixed(o.host ? o.host->seconds : 0, 1) << " s\n";
+  for (const auto& g : o.gpus) {
+    out << "  GPU " << g.index << " " << g.name << ": busy "
+        << (g.busy_percent ? fixed(*g.busy_percent, 0) + " %" : std::string("unknown")) << ", memory "
+        << (g.memory_used_share ? fixed(*g.memory_used_share * 100, 0) + " % used" : std::string("unknown"));
+    if (g.tensor_percent) out << ", tensor " << fixed(*g.tensor_percent, 0) << " %";
+    out << "\n";
+  }
+  if (o.gpus.empty()) out << "  GPUs: not seen (" << gpu_unseen << ")\n";
+  if (o.host) {
+    const auto& h = *o.host;
+    out << "  trainer: busiest thread " << h.main_thread_name << " " << fixed(h.main_thread_cores, 2)
+        << " cores, " << h.loader_workers << " DataLoader workers";
+    if (h.loader_workers) out << " at " << fixed(h.loader_cores_mean, 2) << " cores each";
+    out << (h.pin_thread ? ", pinned memory" : "") << "\n";
+  } else {
+    out << "  trainer: not seen (" << o.host_unseen << ")\n";
+  }
+  if (findings.empty()) {
+    out << style.green("no finding") << ": nothing seen holds the job back\n";
+    return;
+  }
+  for (const auto& f : findings) {
+    const bool verdict = f.strength == advise::Strength::verdict;
+    out << "\n"
+        << (verdict ? style.yellow("verdict") : style.cyan("hint")) << " " << style.bold(f.id)
+        << (f.gpu ? " (GPU " + std::to_string(*f.gpu) + ")" : std::string()) << ": " << f.limit << "\n";
+    for (const auto& e : f.evidence) out << "  evidence: " << e << "\n";
+    if (!f.fix.empty()) out << "  fix:      " << f.fix << "\n";
+    out << "  expected: " << f.expected << "\n";
+    for (const auto& s : f.sources) out << style.dim("  source:   " + s) << "\n";
+  }
+}
+
+}  // namespace
+
+int run_advise(CommandContext& context) {
+  std::vector<FlagSpec> specs(std::begin(k_advise_flags), std::end(k_advise_flags));
+  specs.insert(specs.end(), std::begin(k_common_flags), std::end(k_common_flags));
+  auto parsed = parse_args(context.args, specs);
+  if (!parsed)
+    return report_error(context.err, parsed.error().message, "see gpuhost advise --help", k_exit_usage);
+  auto common = common_options(*parsed);
+  if (!common) return report_error(context.err, common.error().message, "", k_exit_usage);
+  if (common->help) {
+    context.out << k_advise_help;
+    return k_exit_ok;
+  }
+  if (parsed->positionals.size() != 1)
+    return report_error(context.err, "gpuhost advise takes one job name", "gpuhost jobs lists them",
+                        k_exit_usage);
+  auto count_flag = [&](const char* name, int fallback, int most) -> std::optional<int> {
+    auto v = parsed->value(name);
+    if (!v) return fallback;
+    auto n = parse_int(*v);
+    if (!n || *n < 1 || *n > most) return std::nullopt;
+    return static_cast<int>(*n);
+  };
+  const auto seconds = count_flag("--seconds", 10, 600);
+  if (!seconds)
+    return report_error(context.err, "--seconds expects 1..600, got '" + *parsed->value("--seconds") + "'",
+                        "", k_exit_usage);
+  const auto processes = count_flag("--processes", 1, 4096);
+  if (!processes)
+    return report_error(context.err,
+                        "--processes expects a count, got '" + *parsed->value("--processes") + "'", "",
+                        k_exit_usage);
+
+  const std::string name = parsed->positionals.front();
+  const std::filesystem::path root = parsed->value("--jobs-dir")
+                                         ? std::filesystem::path(*parsed->value("--jobs-dir"))
+                                         : supervise::jobs_root();
+  const auto paths = supervise::job_paths(root, name);
+  auto journal = supervise::read_journal(paths.journal());
+  if (!journal) {
+    if (journal.error().code != ErrorCode::not_found)
+      return report_error(context.err, journal.error().message, "", k_exit_error);
+    return report_error(context.err, "no job '" + name + "' in " + root.string(), "gpuhost jobs lists them",
+                        k_exit_usage);
+  }
+  const auto state = supervise::fold_journal(journal->records);
+  const std::string phase = shown_phase(state);
+  if (phase != "running" || !state.child_pid)
+    return report_error(
+        context.err, "job '" + name + "' is not running (" + phase + "): advise watches a running trainer",
+        "start it with gpuhost run, then run gpuhost advise " + name + " while it trains", k_exit_error);
+
+  const long group = *state.child_pid;
+  advise::Observation observation;
+  observation.local_processes = static_cast<unsigned>(*processes);
+  auto before = platform::read_group_activity(group);
+  if (!before && before.error().code == ErrorCode::not_found)
+    return report_error(context.err,
+                        "job '" + name + "': its trainer (pid " + std::to_string(group) + ") has ended",
+                        "gpuhost status " + name + " says what happened", k_exit_error);
+  if (!common->json) context.err << "gpuhost advise: watching " << name << " for " << *seconds << " s\n";
+  const advise::HostReadings start = before ? host_readings(*before) : advise::HostReadings{};
+  const auto began = std::chrono::steady_clock::now();
+  const auto until = began + std::chrono::seconds(*seconds);
+  gpu::NvmlSession session;
+  std::vector<gpu::GpuSnapshot> samples;
+  std::string gpu_unseen;
+  for (auto next = began; next < until; next += k_sample_interval) {
+    std::this_thread::sleep_until(next);
+    gpu::GpuSnapshot snapshot = session.collect();
+    if (!snapshot.available && gpu_unseen.empty())
+      gpu_unseen = snapshot.error ? "NVML: " + snapshot.error->message : std::string("NVML is not available");
+    samples.push_back(std::move(snapshot));
+  }
+  std::this_thread::sleep_until(until);
+  const double watched = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  observation.gpus = advise::summarize_gpus(samples);
+  if (before) {
+    auto after = platform::read_group_activity(group);
+    if (!after)
+      return report_error(context.err, "job '" + name + "': its trainer ended while it was watched",
+                          "gpuhost status " + name, k_exit_error);
+    observation.host =
+        advise::summarize_host(start, host_readings(*after), watched, std::thread::hardware_concurrency());
+  } else {
+    observation.host_unseen = before.error().message;
+  }
+  const auto findings = advise::judge(observation);
+
+  if (common->json) {
+    json::Value doc = json::Value::object();
+    doc["job"] = name;
+    doc["seconds"] = watched;
+    doc["observation"] = advise::to_json(observation);
+    if (observation.gpus.empty()) doc["gpu_unseen"] = gpu_unseen;
+    json::Value list = json::Value::array();
+    for (const auto& f : findings) list.push_back(advise::to_json(f));
+    doc["findings"] = std::move(list);
+    context.out << json::dump(doc, 2) << "\n";
+    return k_exit_ok;
+  }
+  render(context.out, name, observation, findings, gpu_unseen, TerminalStyle::for_stdout(common->color));
+  return k_exit_ok;
+}
+
+}  // namespace gpuhost::cli

@@ -1,0 +1,134 @@
+"""`gpuhost advise JOB` on jobs that really are what the advisor must tell apart, trainers nobody
+changed, run under `gpuhost run`: a PyTorch trainer whose Dataset decodes every sample with
+num_workers=0 (its main thread loads every batch), the same with num_workers=2 (the loading is
+in pt_data_worker processes), and one whose main thread computes on a pre-decoded batch. Their
+threads, /proc and PSI readings are real; the GPU side is a fake NVML scenario (this host has no
+GPU): a GPU busy 12 % of the time for the input-bound runs, 98 % for the compute-bound one.
+
+What must hold: num_workers=0 with a waiting GPU is an input-bound verdict whose fix names
+num_workers (Lightning's suggestion for this host) and pin_memory; with workers the advisor sees
+them as such and the main-thread verdict goes; the compute-bound job with a busy GPU gets no
+finding; without NVML the host side is still judged and the GPUs are said to be unseen; a job
+that does not run, and bad flags, are refused before anything is watched."""
+import json
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+from gpuhost_test import BIN, IS_WINDOWS_BUILD, needs, scenario_env, torch_available
+from test_run_cli import HERE, Job, RunTestCase
+
+INPUT_TRAINER = os.path.join(HERE, "trainers", "input_trainer.py")
+TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch
+
+
+class AdviseTestCase(RunTestCase):
+    def start_training(self, label, trainer_args):
+        job = Job(self, "advise-" + label)
+        proc = job.start([], [TORCH_PYTHON, INPUT_TRAINER] + trainer_args)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if os.path.exists(os.path.join(job.job_dir, "logs", "stdout.log")) and "step 20 " in job.stdout_log():
+                break
+            self.assertIsNone(proc.poll(), "gpuhost run ended before training: " + job.summary())
+            time.sleep(0.1)
+        else:
+            self.fail("the trainer printed no step 20 within 120 s: " + job.summary())
+        self.addCleanup(self.stop, proc)
+        return job
+
+    def stop(self, proc):
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def advise(self, job, scenario, seconds=3, extra=()):
+        env = job.env(scenario_env(scenario) if scenario else {"GPUHOST_NVML_LIBRARY": "/nonexistent/libnvidia-ml.so.1"})
+        proc = subprocess.run([BIN, "advise", job.name, "--seconds", str(seconds), "--json"] + list(extra), env=env,
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return json.loads(proc.stdout)
+
+
+@unittest.skipIf(IS_WINDOWS_BUILD, "the trainer's threads are read on Linux (UnseenOnWindows in test_run_windows)")
+@needs(torch_available(), "Debian's python3-torch for /usr/bin/python3")
+class InputBound(AdviseTestCase):
+    def test_main_thread_loading_with_a_waiting_gpu_is_input_bound_with_the_num_workers_fix(self):
+        job = self.start_training("workers0", ["--workers", "0"])
+        report = self.advise(job, "a100_waiting_for_input")
+        host = report["observation"]["host"]
+        self.assertEqual(host["loader_workers"], 0, report)
+        self.assertGreaterEqual(host["main_thread_cores"], 0.85, report)
+        self.assertEqual(host["main_thread"], "python3")
+        self.assertEqual(report["observation"]["gpus"][0]["busy_percent"], 12)
+        self.assertEqual([(f["id"], f["strength"]) for f in report["findings"]], [("input_bound", "verdict")], report)
+        finding = report["findings"][0]
+        workers = max(1, os.cpu_count() - 1)  # Lightning's suggestion, one process on this host
+        self.assertIn("num_workers=%d" % workers, finding["fix"])
+        self.assertIn("pin_memory=True", finding["fix"])
+        self.assertIn("num_workers=0", finding["limit"])
+        self.assertIn("8.3x", finding["expected"])  # 100 / 12
+        # The human form says the same.
+        text = subprocess.run([BIN, "advise", job.name, "--seconds", "2"], env=job.env(scenario_env("a100_waiting_for_input")),
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertIn("verdict input_bound (GPU 0)", text.stdout)
+        self.assertIn("fix:      DataLoader(..., num_workers=%d" % workers, text.stdout)
+        self.assertIn("watching " + job.name, text.stderr)
+
+    def test_loader_workers_are_seen_and_the_main_thread_verdict_goes(self):
+        job = self.start_training("workers2", ["--workers", "2"])
+        report = self.advise(job, "a100_waiting_for_input")
+        host = report["observation"]["host"]
+        self.assertEqual(host["loader_workers"], 2, report)  # two pt_data_worker processes
+        self.assertGreater(host["loader_cores_mean"], 0.05, report)
+        for finding in report["findings"]:
+            self.assertNotIn("num_workers=0", finding["limit"], report)
+
+    def test_a_compute_bound_job_with_a_busy_gpu_gets_no_finding(self):
+        job = self.start_training("compute", ["--compute"])
+        report = self.advise(job, "a100_busy_training")
+        self.assertEqual(report["observation"]["gpus"][0]["busy_percent"], 98)
+        self.assertGreaterEqual(report["observation"]["host"]["main_thread_cores"], 0.5, report)
+        self.assertEqual(report["findings"], [], report)
+        text = subprocess.run([BIN, "advise", job.name, "--seconds", "1"], env=job.env(scenario_env("a100_busy_training")),
+                              capture_output=True, text=True, timeout=60)
+        self.assertIn("no finding", text.stdout)
+
+    def test_without_nvml_the_gpus_are_unseen_and_the_host_is_still_read(self):
+        job = self.start_training("no-nvml", ["--workers", "0"])
+        report = self.advise(job, None, seconds=1)
+        self.assertEqual(report["observation"]["gpus"], [])
+        self.assertIn("NVML", report["gpu_unseen"])
+        self.assertEqual(report["observation"]["host"]["loader_workers"], 0)
+        self.assertEqual(report["findings"], [], report)  # no GPU reading: no GPU claim
+
+
+class Refusals(AdviseTestCase):
+    def test_bad_flags_and_jobs_that_do_not_run_are_refused(self):
+        job = Job(self, "advise-refusals")
+        for args, code, text in ((["--seconds", "0"], 2, "--seconds expects 1..600"),
+                                 (["--processes", "x"], 2, "--processes expects a count"),
+                                 ([], 2, "no job 'advise-refusals'")):
+            proc = subprocess.run([BIN, "advise", job.name] + args, env=job.env(), capture_output=True, text=True, timeout=60)
+            self.assertEqual(proc.returncode, code, proc.stderr)
+            self.assertIn(text, proc.stderr)
+        proc = subprocess.run([BIN, "advise"], env=job.env(), capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 2)
+        # A job that ran and finished: nothing to watch.
+        finished = job.run([], [TORCH_PYTHON if not IS_WINDOWS_BUILD else "python", "-c", "pass"]) if not IS_WINDOWS_BUILD else None
+        if finished is not None:
+            self.assertEqual(finished.returncode, 0, finished.stderr)
+            proc = subprocess.run([BIN, "advise", job.name], env=job.env(), capture_output=True, text=True, timeout=60)
+            self.assertEqual(proc.returncode, 3, proc.stderr)
+            self.assertIn("is not running (finished)", proc.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,80 @@
+"""A PyTorch trainer nobody changed for gpuhost, as the ones whose GPU waits for data: a Dataset
+that decodes each sample (zlib-compressed pixels, as PNG stores them, then a float conversion and
+normalisation) in __getitem__, a DataLoader with --workers processes (0: the main thread loads
+every batch), a small model. It runs on the CPU (Debian's python3-torch); the GPU side of the
+test is a fake NVML scenario. --compute replaces the decoding by a pre-decoded batch and adds
+matrix products: the main thread computes, not loads.
+
+Prints "step N loss X" every 10 steps until --steps (0: until stopped)."""
+import argparse
+import zlib
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+SIDE = 96
+
+
+class CompressedImages(Dataset):
+    def __init__(self, count, seed=0):
+        rng = np.random.default_rng(seed)
+        # Smooth noise compresses like a photo, not like white noise.
+        base = rng.integers(0, 255, size=(count, 3, SIDE // 8, SIDE // 8), dtype=np.uint8)
+        self.blobs = [zlib.compress(np.kron(b, np.ones((8, 8), dtype=np.uint8)).tobytes(), 6) for b in base]
+
+    def __len__(self):
+        return len(self.blobs)
+
+    def __getitem__(self, i):
+        pixels = np.frombuffer(zlib.decompress(self.blobs[i]), dtype=np.uint8).reshape(3, SIDE, SIDE)
+        x = torch.from_numpy(pixels.astype(np.float32) / 255.0)
+        for _ in range(6):  # augmentation-like work per sample
+            x = (x - x.mean()) / (x.std() + 1e-6)
+            x = torch.flip(x, dims=[2])
+        return x, i % 10
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--workers", type=int, default=0)
+    p.add_argument("--steps", type=int, default=0)
+    p.add_argument("--compute", action="store_true")
+    p.add_argument("--device", default="cpu")  # bench/advise_gpu.sh runs it on "cuda"
+    args = p.parse_args()
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = torch.nn.Sequential(torch.nn.AvgPool2d(8), torch.nn.Flatten(),
+                                torch.nn.Linear(3 * (SIDE // 8) ** 2, 10)).to(args.device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    if args.compute:
+        batch = (torch.rand(16, 3, SIDE, SIDE), torch.randint(0, 10, (16,)))
+        weights = torch.rand(384, 384, device=args.device)
+        batches = iter(lambda: batch, None)
+    else:
+        loader = DataLoader(CompressedImages(512), batch_size=16, shuffle=True, num_workers=args.workers,
+                            persistent_workers=args.workers > 0)
+
+        def endless():
+            while True:
+                yield from loader
+        batches = endless()
+    step = 0
+    for x, y in batches:
+        x, y = x.to(args.device), y.to(args.device)
+        if args.compute:
+            for _ in range(4):
+                weights = torch.tanh(weights @ weights)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        step += 1
+        if step % 10 == 0:
+            print("step %d loss %.4f" % (step, loss.item()), flush=True)
+        if args.steps and step >= args.steps:
+            break
+
+
+if __name__ == "__main__":
+    main()
