@@ -8,6 +8,8 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/job_render.h"
+#include "gpu/assignment.h"
+#include "gpu/collector.h"
 #include "platform/environment.h"
 #include "platform/files.h"
 #include "platform/socket.h"
@@ -52,6 +54,10 @@ Job:
                          one file it rewrites in place (weights/last.pt)
   --workdir DIR          the trainer's working directory (default: the current one)
   --env NAME=VALUE       extra environment for the trainer (repeatable)
+  --gpu LIST             the GPUs this job may use: NVML indices (0,1), GPU-<uuid>, or one
+                         MIG-<uuid> slice; the trainer gets CUDA_VISIBLE_DEVICES with their
+                         UUIDs (kept in the job). Refused: GPUs the host lacks, two MIG slices
+                         (a CUDA process sees one), MIG on Windows
   --keep K               keep the newest K committed checkpoints, delete older ones
                          (default: keep all; pinned ones are always kept)
   --settle SECONDS       a checkpoint must stay unchanged this long before it is
@@ -191,6 +197,9 @@ Examples:
   gpuhost run --checkpoints out --fresh -- python train.py
   # fail fast when the bucket is wrong, or train anyway and learn at the end (exit 5)
   gpuhost run --checkpoints ckpt --remote s3://bucket/run --remote-optional -- python train.py
+  # GPU 1 only (the trainer gets its UUID in CUDA_VISIBLE_DEVICES), or one MIG slice
+  gpuhost run --gpu 1 --checkpoints ckpt -- python train.py
+  gpuhost run --gpu MIG-4f2c... --checkpoints ckpt -- python train.py
   # rehearse a spot reclaim with 30 s notice, then resume
   gpuhost run --checkpoints ckpt --drill preempt@20 -- python train.py --resume {resume}; gpuhost run --checkpoints ckpt -- python train.py --resume {resume}
 )";
@@ -198,16 +207,44 @@ Examples:
 namespace {
 
 constexpr FlagSpec k_run_flags[] = {
-    {"--job-file", true},      {"--name", true},          {"--checkpoints", true},    {"--workdir", true},
-    {"--env", true},           {"--keep", true},          {"--settle", true},         {"--marker", true},
-    {"--snapshots", true},     {"--save-request", true},  {"--save-signal", true},    {"--stop-signal", true},
-    {"--stop-grace", true},    {"--safety-margin", true}, {"--cloud", true},          {"--metadata-endpoint", true},
-    {"--poll-interval", true}, {"--max-restarts", true},  {"--backoff", true},        {"--max-backoff", true},
-    {"--crash-loop", true},    {"--crash-window", true},  {"--drill", true},          {"--jobs-dir", true},
-    {"--quiet", false},        {"--preset", true},        {"--remote", true},         {"--encrypt", true},
-    {"--encryption-key-file", true}, {"--dashboard", true}, {"--dashboard-token-file", true},
-    {"--fresh", false},        {"--remote-optional", false}, {"--final-upload-timeout", true},
-    {"--peer-port", true},     {"--peer-token-file", true}, {"--no-peers", false},
+    {"--job-file", true},
+    {"--name", true},
+    {"--checkpoints", true},
+    {"--workdir", true},
+    {"--env", true},
+    {"--gpu", true},
+    {"--keep", true},
+    {"--settle", true},
+    {"--marker", true},
+    {"--snapshots", true},
+    {"--save-request", true},
+    {"--save-signal", true},
+    {"--stop-signal", true},
+    {"--stop-grace", true},
+    {"--safety-margin", true},
+    {"--cloud", true},
+    {"--metadata-endpoint", true},
+    {"--poll-interval", true},
+    {"--max-restarts", true},
+    {"--backoff", true},
+    {"--max-backoff", true},
+    {"--crash-loop", true},
+    {"--crash-window", true},
+    {"--drill", true},
+    {"--jobs-dir", true},
+    {"--quiet", false},
+    {"--preset", true},
+    {"--remote", true},
+    {"--encrypt", true},
+    {"--encryption-key-file", true},
+    {"--dashboard", true},
+    {"--dashboard-token-file", true},
+    {"--fresh", false},
+    {"--remote-optional", false},
+    {"--final-upload-timeout", true},
+    {"--peer-port", true},
+    {"--peer-token-file", true},
+    {"--no-peers", false},
     {"--signal-deadline", true},
 };
 
@@ -247,6 +284,7 @@ struct DashboardSpec {
 
 struct RunOptions {
   supervise::SupervisorOptions supervisor;
+  std::vector<std::string> gpu_lines;  // what --gpu chose, for the console
   bool quiet = false;
   bool remote_optional = false;
   std::optional<DashboardSpec> dashboard;
@@ -379,6 +417,21 @@ Result<RunOptions> parse_run_options(const ParsedArgs& p, std::vector<std::strin
     auto eq = assignment.find('=');
     if (eq == std::string::npos || eq == 0) return std::unexpected(usage("--env expects NAME=VALUE, got '" + assignment + "'"));
     spec.environment.emplace_back(assignment.substr(0, eq), assignment.substr(eq + 1));
+  }
+  if (auto v = p.value("--gpu")) {
+    for (const auto& [name, value] : spec.environment)
+      if (name == "CUDA_VISIBLE_DEVICES")
+        return std::unexpected(
+            usage("--gpu and --env CUDA_VISIBLE_DEVICES=" + value + " both choose the GPUs: give one"));
+    auto assigned =
+        gpu::assign_gpus(*v, gpu::take_snapshot(), platform::current_os() == platform::OsFamily::windows);
+    if (!assigned) return std::unexpected(usage(assigned.error().message));
+    spec.environment.emplace_back("CUDA_VISIBLE_DEVICES", assigned->visible_devices());
+    std::string chosen;
+    for (const auto& d : assigned->devices) chosen += (chosen.empty() ? "" : ", ") + d.label;
+    options.gpu_lines.push_back("this job uses " + chosen +
+                                " (CUDA_VISIBLE_DEVICES=" + assigned->visible_devices() + ")");
+    options.gpu_lines.insert(options.gpu_lines.end(), assigned->notes.begin(), assigned->notes.end());
   }
   if (p.has("--keep")) spec.keep = GPUHOST_TRY(int_flag(p, "--keep", 0, 100000));
   if (p.has("--settle")) spec.settle = GPUHOST_TRY(duration_flag(p, "--settle"));
@@ -548,6 +601,8 @@ int run_run(CommandContext& context) {
     }
   }
   if (!restart_note.empty()) std::cerr << style.dim("gpuhost: ") << restart_note << "\n" << std::flush;
+  for (const auto& line : options->gpu_lines)
+    std::cerr << style.dim("gpuhost: ") << line << "\n" << std::flush;
   std::mutex console;
   const bool json_output = common->json;
   if (!options->quiet) {

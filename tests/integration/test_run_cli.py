@@ -22,7 +22,8 @@ import time
 import unittest
 import zlib
 
-from gpuhost_test import BIN, IS_WINDOWS_BUILD, SYSTEM_PYTHON, TMP, missing, needs, read_metric_history, torch_available
+from gpuhost_test import (BIN, IS_WINDOWS_BUILD, SCENARIOS, SYSTEM_PYTHON, TMP, missing, needs, read_metric_history,
+                          scenario_env, torch_available)
 from fake_metadata_server import MetadataServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -976,6 +977,43 @@ class UsageErrors(RunTestCase):
                               env=dict(os.environ, NO_COLOR="1", GPUHOST_HOME=fresh))
         self.assert_exit(proc, 0)
         self.assertIn("No jobs", proc.stdout)
+
+
+class GpuAssignment(RunTestCase):
+    """--gpu against the fake NVML's eight A100s: the trainer gets their UUIDs in
+    CUDA_VISIBLE_DEVICES; what the host does not have, two MIG slices, or indices without NVML are
+    refused before the job exists."""
+
+    def test_indices_reach_the_trainer_as_uuids_and_stay_in_the_job(self):
+        job = Job(self, "gpu-assign")
+        env = scenario_env("a100_sxm4_80gb_x8")
+        proc = job.run(["--gpu", "5,2"], [PYTHON, "-c", "import os; print('visible', os.environ['CUDA_VISIBLE_DEVICES'])"],
+                       env=env)
+        self.assert_exit(proc, 0)
+        with open(os.path.join(SCENARIOS, "a100_sxm4_80gb_x8.json")) as f:
+            uuids = [d["uuid"] for d in json.load(f)["devices"]]
+        expected = "%s,%s" % (uuids[5], uuids[2])
+        self.assertIn("visible " + expected, job.stdout_log())
+        self.assertIn("this job uses GPU 5 (NVIDIA A100-SXM4-80GB), GPU 2 (NVIDIA A100-SXM4-80GB)", proc.stderr)
+        with open(os.path.join(job.job_dir, "job.json")) as f:
+            self.assertEqual(json.load(f)["environment"]["CUDA_VISIBLE_DEVICES"], expected)
+
+    def test_what_cannot_be_given_is_refused_before_the_job_exists(self):
+        job = Job(self, "gpu-refused")
+        cases = (("8", scenario_env("a100_sxm4_80gb_x8"), "--gpu 8: no such GPU; this host has GPU 0-7"),
+                 ("GPU-no-such", scenario_env("a100_sxm4_80gb_x8"), "no GPU with that UUID"),
+                 ("MIG-a,MIG-b", scenario_env("a100_sxm4_80gb_x8"), "a CUDA process sees one MIG device only"),
+                 ("MIG-a", scenario_env("mig_pending_reset"), "no GPU of this host has MIG mode on"),
+                 ("0", {"GPUHOST_NVML_LIBRARY": "/nonexistent/libnvidia-ml.so.1"}, "GPU indices need NVML"))
+        for spec, env, text in cases:
+            proc = job.run(["--gpu", spec], [PYTHON, "-c", "pass"], env=env)
+            self.assert_exit(proc, 2)
+            self.assertIn(text, proc.stderr)
+        proc = job.run(["--gpu", "0", "--env", "CUDA_VISIBLE_DEVICES=1"], [PYTHON, "-c", "pass"],
+                       env=scenario_env("a100_sxm4_80gb_x8"))
+        self.assert_exit(proc, 2)
+        self.assertIn("give one", proc.stderr)
+        self.assertFalse(os.path.exists(job.job_dir))
 
 
 if __name__ == "__main__":

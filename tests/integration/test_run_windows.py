@@ -36,7 +36,7 @@ import subprocess
 import time
 import unittest
 
-from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP, WINE, host_path, needs, processes_with
+from gpuhost_test import BIN, IS_WINDOWS_BUILD, SCENARIOS, TMP, WINE, host_path, needs, processes_with, scenario_env
 from test_run_cli import parse_time, read_journal
 
 NATIVE_TRAINER = os.environ.get("GPUHOST_NATIVE_TRAINER", "")
@@ -314,6 +314,28 @@ class WindowsRun(unittest.TestCase):
             done = wine(["taskkill", "/F", "/PID", str(pid)], timeout=60)
             self.assertEqual(done.returncode, 0, done.stderr + done.stdout)
         self.kill_supervisor("taskkill", taskkill)
+
+
+@unittest.skipUnless(IS_WINDOWS_BUILD, "the Windows build under Wine")
+class WindowsGpuAssignment(unittest.TestCase):
+    """--gpu on Windows: nvml.dll (the fake) names the GPUs, the trainer (Wine's cmd.exe) sees
+    their UUIDs in CUDA_VISIBLE_DEVICES; a MIG slice is refused, since MIG is Linux-only."""
+
+    def test_the_trainer_gets_the_gpus_uuid_and_mig_is_refused(self):
+        job = WinJob(self, "gpu-assign")
+        env = scenario_env("a100_sxm4_80gb_x8")
+        proc = wine(job.argv(["--gpu", "1"], ["cmd", "/c", "echo", "visible=%CUDA_VISIBLE_DEVICES%"]), env=env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(os.path.join(SCENARIOS, "a100_sxm4_80gb_x8.json")) as f:
+            uuid = json.load(f)["devices"][1]["uuid"]
+        self.assertIn("visible=" + uuid, job.stdout_log())
+        self.assertIn("this job uses GPU 1 (NVIDIA A100-SXM4-80GB)", proc.stderr)
+        refused = WinJob(self, "gpu-mig")
+        proc = wine(refused.argv(["--gpu", "MIG-4f2c"], ["cmd", "/c", "echo"]), env=env)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("MIG is supported on Linux only", proc.stderr)
+        self.assertIn("Hyper-V GPU partitioning", proc.stderr)
+        self.assertFalse(os.path.exists(refused.job_dir))
 
 
 if __name__ == "__main__":
