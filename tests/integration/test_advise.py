@@ -17,7 +17,8 @@ import subprocess
 import time
 import unittest
 
-from gpuhost_test import BIN, IS_WINDOWS_BUILD, needs, scenario_env, torch_available
+from gpuhost_test import BIN, IS_WINDOWS_BUILD, host_path, needs, scenario_env, torch_available
+from gpuhost_test import run as gpuhost
 from test_run_cli import HERE, Job, RunTestCase
 
 INPUT_TRAINER = os.path.join(HERE, "trainers", "input_trainer.py")
@@ -111,23 +112,25 @@ class InputBound(AdviseTestCase):
 
 
 class Refusals(AdviseTestCase):
+    """Linux and the Windows build (gpuhost.exe under Wine)."""
+
     def test_bad_flags_and_jobs_that_do_not_run_are_refused(self):
         job = Job(self, "advise-refusals")
+        jobs_dir = ["--jobs-dir", host_path(os.path.join(job.home, "jobs"))]
         for args, code, text in ((["--seconds", "0"], 2, "--seconds expects 1..600"),
                                  (["--processes", "x"], 2, "--processes expects a count"),
                                  ([], 2, "no job 'advise-refusals'")):
-            proc = subprocess.run([BIN, "advise", job.name] + args, env=job.env(), capture_output=True, text=True, timeout=60)
+            proc = gpuhost(["advise", job.name] + args + jobs_dir)
             self.assertEqual(proc.returncode, code, proc.stderr)
             self.assertIn(text, proc.stderr)
-        proc = subprocess.run([BIN, "advise"], env=job.env(), capture_output=True, text=True, timeout=60)
-        self.assertEqual(proc.returncode, 2)
-        # A job that ran and finished: nothing to watch.
-        finished = job.run([], [TORCH_PYTHON if not IS_WINDOWS_BUILD else "python", "-c", "pass"]) if not IS_WINDOWS_BUILD else None
-        if finished is not None:
-            self.assertEqual(finished.returncode, 0, finished.stderr)
-            proc = subprocess.run([BIN, "advise", job.name], env=job.env(), capture_output=True, text=True, timeout=60)
-            self.assertEqual(proc.returncode, 3, proc.stderr)
-            self.assertIn("is not running (finished)", proc.stderr)
+        self.assertEqual(gpuhost(["advise"] + jobs_dir).returncode, 2)
+        if IS_WINDOWS_BUILD:
+            return  # the finished job below needs a trainer of the host's Python
+        finished = job.run([], [TORCH_PYTHON, "-c", "pass"])
+        self.assertEqual(finished.returncode, 0, finished.stderr)
+        proc = gpuhost(["advise", job.name] + jobs_dir)
+        self.assertEqual(proc.returncode, 3, proc.stderr)
+        self.assertIn("is not running (finished)", proc.stderr)
 
 
 if __name__ == "__main__":
