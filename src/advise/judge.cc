@@ -15,9 +15,10 @@ namespace {
 // tb_plugin profiler/data.py, _analyze_gpu_metrics). DCGM: SM active under 0.5 "likely indicates
 // ineffective GPU usage" (DCGM feature overview, profiling metrics).
 constexpr double k_low_busy_percent = 50;
-// A thread at 85 % of a core or more counts as saturated (derived: a Python loop that also waits
-// on the GIL and the allocator rarely shows a full 100 %).
-constexpr double k_saturated_cores = 0.85;
+// A thread running or waiting for a CPU 85 % of the time or more counts as saturated (derived: a
+// Python loop that also waits on the GIL and the allocator rarely shows a full 100 %). Waiting
+// counts: a loader starved of CPU by other load still has the work and still holds the GPU up.
+constexpr double k_saturated_busy = 0.85;
 // PyTorch Profiler TensorBoard plugin: peak memory above 90 % of the device's (data.py).
 constexpr double k_memory_full_share = 0.9;
 // Storage stalls: PSI io "some" avg10 at 10 % or more while the GPU waits (derived).
@@ -40,6 +41,12 @@ std::string number(double value, const char* unit) {
   char text[48];
   std::snprintf(text, sizeof text, value < 10 ? "%.2f %s" : "%.0f %s", value, unit);
   return text;
+}
+
+// "running or waiting for a CPU 97 % of the time (0.51 cores used; >= 85 %: saturated)"
+std::string busy_text(double busy, double cores) {
+  return "running or waiting for a CPU " + percent(busy * 100) + " of the time (" + number(cores, "cores") +
+         " used; >= 85 %: saturated)";
 }
 
 std::string gpu_label(const GpuWindow& gpu) {
@@ -100,16 +107,16 @@ void judge_input(const Observation& o, const GpuWindow& gpu, std::vector<Finding
     return f;
   };
 
-  if (h.loader_workers == 0 && h.main_thread_cores >= k_saturated_cores) {
+  if (h.loader_workers == 0 && h.main_thread_busy >= k_saturated_busy) {
     out.push_back(finding("the input pipeline: the main thread loads every batch itself (num_workers=0)",
-                          "no pt_data_worker process, and the main thread (" + h.main_thread_name +
-                              ") uses " + number(h.main_thread_cores, "cores") + " (>= 0.85: saturated)",
+                          "no DataLoader worker process, and the main thread (" + h.main_thread_name + ") is " +
+                              busy_text(h.main_thread_busy, h.main_thread_cores),
                           "DataLoader(..., num_workers=" + std::to_string(workers) + pin +
                               ", persistent_workers=True): loading moves to " + std::to_string(workers) +
                               " worker processes that run while the GPU computes"));
     return;
   }
-  if (h.loader_workers > 0 && h.loader_cores_mean >= k_saturated_cores) {
+  if (h.loader_workers > 0 && h.loader_busy_mean >= k_saturated_busy) {
     std::string fix =
         h.loader_workers < workers
             ? "more DataLoader workers: num_workers=" + std::to_string(workers) + pin +
@@ -118,8 +125,8 @@ void judge_input(const Observation& o, const GpuWindow& gpu, std::vector<Finding
             : "the workers are as many as this host's CPUs allow: make each sample cheaper (decode on "
               "the GPU with DALI, FFCV or pre-decoded memmap shards, smaller augmentations)";
     out.push_back(finding("the input pipeline: every DataLoader worker is saturated",
-                          std::to_string(h.loader_workers) + " pt_data_worker processes at " +
-                              number(h.loader_cores_mean, "cores") + " each (>= 0.85: saturated)",
+                          std::to_string(h.loader_workers) + " DataLoader worker processes, each " +
+                              busy_text(h.loader_busy_mean, h.loader_cores_mean),
                           std::move(fix)));
     return;
   }
@@ -147,10 +154,10 @@ void judge_input(const Observation& o, const GpuWindow& gpu, std::vector<Finding
             "(torch.compile, CUDA graphs) or communication waits",
             expected_from_busy(busy),
             sources};
-  f.evidence.push_back("the busiest thread (" + h.main_thread_name + ") uses " +
-                       number(h.main_thread_cores, "cores") +
-                       (h.loader_workers ? "; " + std::to_string(h.loader_workers) + " pt_data_worker at " +
-                                               number(h.loader_cores_mean, "cores") + " each"
+  f.evidence.push_back("the busiest thread (" + h.main_thread_name + ") is running or waiting for a CPU " +
+                       percent(h.main_thread_busy * 100) + " of the time" +
+                       (h.loader_workers ? "; " + std::to_string(h.loader_workers) + " DataLoader workers, " +
+                                               percent(h.loader_busy_mean * 100) + " each"
                                          : std::string()));
   out.push_back(std::move(f));
 }
@@ -326,8 +333,10 @@ json::Value to_json(const Observation& o) {
     host["seconds"] = h.seconds;
     host["main_thread"] = h.main_thread_name;
     host["main_thread_cores"] = h.main_thread_cores;
+    host["main_thread_busy"] = h.main_thread_busy;
     host["loader_workers"] = h.loader_workers;
     host["loader_cores_mean"] = h.loader_cores_mean;
+    host["loader_busy_mean"] = h.loader_busy_mean;
     host["pin_thread"] = h.pin_thread;
     host["cpus"] = h.cpus;
     host["read_mib_per_s"] = optional_number(h.read_mib_per_s);

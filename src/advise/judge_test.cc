@@ -25,8 +25,10 @@ HostWindow host(double main_cores, unsigned workers = 0, double worker_cores = 0
   h.seconds = 10;
   h.main_thread_name = "python3";
   h.main_thread_cores = main_cores;
+  h.main_thread_busy = main_cores;  // a host with CPU to spare: busy is what it used
   h.loader_workers = workers;
   h.loader_cores_mean = worker_cores;
+  h.loader_busy_mean = worker_cores;
   h.pin_thread = pin;
   h.cpus = 16;
   h.io_pressure_percent = 0.5;
@@ -64,6 +66,21 @@ TEST(Judge, AnIdleGpuWithASaturatedMainThreadAndNoWorkersIsInputBound) {
   EXPECT_NE(f.fix.find("pin_memory=True"), std::string::npos) << f.fix;
   EXPECT_NE(f.expected.find("4.5x"), std::string::npos) << f.expected;  // 100 / 22
   EXPECT_EQ(f.evidence.size(), 3u);  // the GPU, the main thread, no pin thread
+}
+
+// On a host whose CPUs other work keeps busy, the loading thread gets half a core yet always has
+// work: it waits for a CPU the rest of the time, and the GPU still waits for it.
+TEST(Judge, AMainThreadWaitingForACpuIsStillSaturated) {
+  HostWindow starved = host(0.51);
+  starved.main_thread_busy = 0.97;
+  starved.cpu_pressure_percent = 96;
+  auto findings = judge(observe(busy_gpu(22), starved));
+  ASSERT_EQ(ids(findings), std::vector<std::string>{"input_bound:verdict"});
+  EXPECT_NE(findings[0].evidence[1].find("running or waiting for a CPU 97 % of the time (0.51 cores used"),
+            std::string::npos)
+      << findings[0].evidence[1];
+  HostWindow idle = host(0.51);  // half a core used and nothing waiting: not the loader
+  EXPECT_EQ(ids(judge(observe(busy_gpu(22), idle))), std::vector<std::string>{"gpu_waiting:hint"});
 }
 
 TEST(Judge, PinnedBatchesAreNotAskedForAgain) {

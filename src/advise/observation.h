@@ -29,12 +29,16 @@ struct GpuWindow {
 // What the trainer's process group did over the window (Linux /proc).
 struct HostWindow {
   double seconds = 0;
-  // The busiest thread that is not a DataLoader worker (the Python main thread, as a rule), in
-  // cores (1.0 = one core all the time).
+  // The busiest thread that is not a DataLoader worker (the Python main thread, as a rule): the
+  // CPU it used, in cores (1.0 = one core all the time), and the share of the window it was
+  // running or runnable (waiting for a CPU). A thread that always has work is busy ~1.0 even
+  // when other load on the host leaves it half a core.
   double main_thread_cores = 0;
+  double main_thread_busy = 0;
   std::string main_thread_name;
-  unsigned loader_workers = 0;                 // processes named pt_data_worker
+  unsigned loader_workers = 0;                 // DataLoader worker processes
   double loader_cores_mean = 0;                // their mean CPU, in cores each
+  double loader_busy_mean = 0;                 // their mean running-or-runnable share
   bool pin_thread = false;                     // a pt_data_pin thread: pin_memory=True
   unsigned cpus = 1;                           // the host's logical CPUs
   std::optional<double> read_mib_per_s;        // storage reads of the group

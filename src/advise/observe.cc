@@ -101,29 +101,44 @@ HostWindow summarize_host(const HostReadings& before, const HostReadings& after,
   h.seconds = seconds;
   h.cpus = std::max(cpus, 1u);
   if (seconds <= 0) return h;
-  std::map<long, double> start;
-  for (const auto& t : before.group.threads) start[t.tid] = t.cpu_seconds;
-  // Per process: is it a loader worker, and its CPU over the window.
-  std::map<long, double> worker_cpu;
-  for (long pid : loader_worker_pids(after.group)) worker_cpu[pid] = 0;
+  std::map<long, const platform::ThreadTimes*> start;
+  for (const auto& t : before.group.threads) start[t.tid] = &t;
+  // Per loader worker process: the CPU its threads used, and its busiest thread's
+  // running-or-runnable share (a worker is one process; its main thread does the work).
+  struct Worker {
+    double cores = 0;
+    double busy = 0;
+  };
+  std::map<long, Worker> workers;
+  for (long pid : loader_worker_pids(after.group)) workers[pid] = Worker{};
   for (const auto& t : after.group.threads) {
     const auto was = start.find(t.tid);
-    const double cores = std::max(0.0, t.cpu_seconds - (was == start.end() ? 0.0 : was->second)) / seconds;
+    const platform::ThreadTimes* old = was == start.end() ? nullptr : was->second;
+    const double cores = std::max(0.0, t.cpu_seconds - (old ? old->cpu_seconds : 0.0)) / seconds;
+    double waited = 0;
+    if (t.runqueue_seconds)
+      waited = std::max(0.0, *t.runqueue_seconds - (old && old->runqueue_seconds ? *old->runqueue_seconds : 0.0));
+    const double busy = std::min(1.0, cores + waited / seconds);
     if (t.name == "pt_data_pin") h.pin_thread = true;
-    if (const auto worker = worker_cpu.find(t.pid); worker != worker_cpu.end()) {
-      worker->second += cores;  // a worker's threads together: one process, one worker
+    if (const auto worker = workers.find(t.pid); worker != workers.end()) {
+      worker->second.cores += cores;
+      worker->second.busy = std::max(worker->second.busy, busy);
       continue;
     }
-    if (h.main_thread_name.empty() || cores > h.main_thread_cores) {
+    if (h.main_thread_name.empty() || busy > h.main_thread_busy) {
       h.main_thread_cores = cores;
+      h.main_thread_busy = busy;
       h.main_thread_name = t.name;
     }
   }
-  h.loader_workers = static_cast<unsigned>(worker_cpu.size());
-  if (!worker_cpu.empty()) {
-    double sum = 0;
-    for (const auto& [pid, cores] : worker_cpu) sum += cores;
-    h.loader_cores_mean = sum / static_cast<double>(worker_cpu.size());
+  h.loader_workers = static_cast<unsigned>(workers.size());
+  if (!workers.empty()) {
+    for (const auto& [pid, w] : workers) {
+      h.loader_cores_mean += w.cores;
+      h.loader_busy_mean += w.busy;
+    }
+    h.loader_cores_mean /= static_cast<double>(workers.size());
+    h.loader_busy_mean /= static_cast<double>(workers.size());
   }
   if (before.group.io_visible && after.group.io_visible && after.group.read_bytes >= before.group.read_bytes)
     h.read_mib_per_s =

@@ -52,8 +52,9 @@ TEST(SummarizeGpus, SkipsSnapshotsWithoutNvmlAndLostGpus) {
   EXPECT_TRUE(summarize_gpus({none, snapshot({lost})}).empty());
 }
 
-platform::ThreadTimes thread(long pid, long tid, const char* name, double cpu) {
-  return platform::ThreadTimes{pid, tid, name, cpu};
+platform::ThreadTimes thread(long pid, long tid, const char* name, double cpu,
+                             std::optional<double> runqueue = std::nullopt) {
+  return platform::ThreadTimes{pid, tid, name, cpu, runqueue};
 }
 
 TEST(LoaderWorkers, AreNamedOrForkedOrSpawnedCopiesOfATrainer) {
@@ -76,9 +77,9 @@ TEST(SummarizeHost, SplitsTheMainThreadFromTheLoaderWorkers) {
                            {200, 100, "pt_data_worker", "python3 train.py"},
                            {300, 100, "pt_data_worker", "python3 train.py"},
                            {400, 100, "pt_data_worker", "python3 train.py"}};
-  before.group.threads = {thread(100, 100, "python3", 5.0), thread(100, 101, "pt_data_pin", 0.1),
+  before.group.threads = {thread(100, 100, "python3", 5.0, 1.0), thread(100, 101, "pt_data_pin", 0.1),
                           thread(200, 200, "pt_data_worker", 1.0), thread(300, 300, "pt_data_worker", 1.0)};
-  after.group.threads = {thread(100, 100, "python3", 6.0), thread(100, 101, "pt_data_pin", 0.2),
+  after.group.threads = {thread(100, 100, "python3", 6.0, 1.8), thread(100, 101, "pt_data_pin", 0.2),
                          thread(200, 200, "pt_data_worker", 2.8), thread(300, 300, "pt_data_worker", 2.6),
                          thread(400, 400, "pt_data_worker", 0.5)};  // started during the window
   before.group.read_bytes = 0;
@@ -91,9 +92,11 @@ TEST(SummarizeHost, SplitsTheMainThreadFromTheLoaderWorkers) {
   HostWindow h = summarize_host(before, after, 2.0, 8);
   EXPECT_EQ(h.main_thread_name, "python3");
   EXPECT_DOUBLE_EQ(h.main_thread_cores, 0.5);
+  EXPECT_DOUBLE_EQ(h.main_thread_busy, 0.9);  // 0.5 s a second on a CPU, 0.4 s waiting for one
   EXPECT_TRUE(h.pin_thread);
   EXPECT_EQ(h.loader_workers, 3u);
   EXPECT_NEAR(h.loader_cores_mean, (0.9 + 0.8 + 0.25) / 3, 1e-9);
+  EXPECT_NEAR(h.loader_busy_mean, (0.9 + 0.8 + 0.25) / 3, 1e-9);  // no runqueue reading: what they used
   EXPECT_DOUBLE_EQ(*h.read_mib_per_s, 10.0);
   EXPECT_DOUBLE_EQ(*h.major_faults_per_s, 10.0);
   EXPECT_DOUBLE_EQ(*h.swap_in_pages_per_s, 0.0);

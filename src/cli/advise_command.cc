@@ -68,10 +68,10 @@ std::string fixed(double value, int digits) {
   return text;
 }
 
-void render(std::ostream& out, const std::string& job, const advise::Observation& o,
+void render(std::ostream& out, const std::string& job, double watched, const advise::Observation& o,
             const std::vector<advise::Finding>& findings, const std::string& gpu_unseen,
             const TerminalStyle& style) {
-  out << style.bold(job) << ": watched for " << fixed(o.host ? o.host->seconds : 0, 1) << " s\n";
+  out << style.bold(job) << ": watched for " << fixed(watched, 1) << " s\n";
   for (const auto& g : o.gpus) {
     out << "  GPU " << g.index << " " << g.name << ": busy "
         << (g.busy_percent ? fixed(*g.busy_percent, 0) + " %" : std::string("unknown")) << ", memory "
@@ -83,8 +83,11 @@ void render(std::ostream& out, const std::string& job, const advise::Observation
   if (o.host) {
     const auto& h = *o.host;
     out << "  trainer: busiest thread " << h.main_thread_name << " " << fixed(h.main_thread_cores, 2)
-        << " cores, " << h.loader_workers << " DataLoader workers";
-    if (h.loader_workers) out << " at " << fixed(h.loader_cores_mean, 2) << " cores each";
+        << " cores (busy " << fixed(h.main_thread_busy * 100, 0) << " %), " << h.loader_workers
+        << " DataLoader workers";
+    if (h.loader_workers)
+      out << " at " << fixed(h.loader_cores_mean, 2) << " cores each (busy " << fixed(h.loader_busy_mean * 100, 0)
+          << " %)";
     out << (h.pin_thread ? ", pinned memory" : "") << "\n";
   } else {
     out << "  trainer: not seen (" << o.host_unseen << ")\n";
@@ -207,7 +210,7 @@ int run_advise(CommandContext& context) {
     context.out << json::dump(doc, 2) << "\n";
     return k_exit_ok;
   }
-  render(context.out, name, observation, findings, gpu_unseen, TerminalStyle::for_stdout(common->color));
+  render(context.out, name, watched, observation, findings, gpu_unseen, TerminalStyle::for_stdout(common->color));
   return k_exit_ok;
 }
 

@@ -26,6 +26,10 @@ struct ThreadTimes {
   long tid = 0;
   std::string name;        // Linux: /proc/PID/task/TID/comm (15 bytes at most)
   double cpu_seconds = 0;  // user + system since the thread started
+  // Time it was runnable but waited for a CPU (/proc/PID/task/TID/schedstat, second field): with
+  // cpu_seconds, how much CPU the thread wanted, whether or not it got it. Empty where the kernel
+  // does not keep it (CONFIG_SCHED_INFO off).
+  std::optional<double> runqueue_seconds;
 };
 
 // One process of a process group: who started it and its command line (arguments joined by

@@ -63,6 +63,20 @@ std::uint64_t field_u64(const StatLine& line, std::size_t proc5_field) {
   return value;
 }
 
+// /proc/PID/task/TID/schedstat: "ns on a CPU, ns waiting on a runqueue, timeslices"
+// (Documentation/scheduler/sched-stats.rst).
+std::optional<double> runqueue_seconds(const std::string& process_dir, long tid) {
+  const std::string text =
+      read_text_file_or_empty((process_dir + "/task/" + std::to_string(tid) + "/schedstat").c_str());
+  const std::vector<std::string> fields = split_whitespace(text);
+  std::uint64_t waited = 0;
+  if (fields.size() < 2) return std::nullopt;
+  if (auto [ptr, ec] = std::from_chars(fields[1].data(), fields[1].data() + fields[1].size(), waited);
+      ec != std::errc())
+    return std::nullopt;
+  return static_cast<double>(waited) / 1e9;
+}
+
 }  // namespace
 
 Result<GroupActivity> read_group_activity(long pgid) {
@@ -94,7 +108,7 @@ Result<GroupActivity> read_group_activity(long pgid) {
       if (!thread) continue;
       // 14 utime, 15 stime: clock ticks.
       const double cpu = static_cast<double>(field_u64(*thread, 14) + field_u64(*thread, 15)) / ticks;
-      activity.threads.push_back(ThreadTimes{pid, tid, thread->name, cpu});
+      activity.threads.push_back(ThreadTimes{pid, tid, thread->name, cpu, runqueue_seconds(base, tid)});
     }
   }
   if (!any)

@@ -50,6 +50,8 @@ TEST(GroupActivity, CountsTheCpuOfALiveNamedThread) {
   ASSERT_NE(pin, activity->threads.end());
   EXPECT_EQ(pin->pid, getpid());
   EXPECT_GT(pin->cpu_seconds, 0.05);  // it spun for half a second, with two cores on the host
+  ASSERT_TRUE(pin->runqueue_seconds.has_value());  // Debian's kernel keeps schedstat
+  EXPECT_GE(*pin->runqueue_seconds, 0.0);
   const auto main_thread = std::find_if(activity->threads.begin(), activity->threads.end(),
                                         [](const ThreadTimes& t) { return t.tid == getpid(); });
   ASSERT_NE(main_thread, activity->threads.end());

@@ -65,7 +65,9 @@ class InputBound(AdviseTestCase):
         report = self.advise(job, "a100_waiting_for_input")
         host = report["observation"]["host"]
         self.assertEqual(host["loader_workers"], 0, report)
-        self.assertGreaterEqual(host["main_thread_cores"], 0.85, report)
+        # Running or waiting for a CPU nearly all the time, however much CPU the other tests leave it.
+        self.assertGreaterEqual(host["main_thread_busy"], 0.85, report)
+        self.assertGreater(host["main_thread_cores"], 0.1, report)
         self.assertEqual(host["main_thread"], "python3")
         self.assertEqual(report["observation"]["gpus"][0]["busy_percent"], 12)
         self.assertEqual([(f["id"], f["strength"]) for f in report["findings"]], [("input_bound", "verdict")], report)
@@ -96,7 +98,7 @@ class InputBound(AdviseTestCase):
         job = self.start_training("compute", ["--compute"])
         report = self.advise(job, "a100_busy_training")
         self.assertEqual(report["observation"]["gpus"][0]["busy_percent"], 98)
-        self.assertGreaterEqual(report["observation"]["host"]["main_thread_cores"], 0.5, report)
+        self.assertGreaterEqual(report["observation"]["host"]["main_thread_busy"], 0.85, report)
         self.assertEqual(report["findings"], [], report)
         text = subprocess.run([BIN, "advise", job.name, "--seconds", "1"], env=job.env(scenario_env("a100_busy_training")),
                               capture_output=True, text=True, timeout=60)
