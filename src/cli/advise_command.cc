@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/job_render.h"
+#include "cli/jobs_dir.h"
 #include "gpu/nvml_session.h"
 #include "supervise/job.h"
 #include "supervise/job_state.h"
@@ -143,9 +144,7 @@ int run_advise(CommandContext& context) {
                         k_exit_usage);
 
   const std::string name = parsed->positionals.front();
-  const std::filesystem::path root = parsed->value("--jobs-dir")
-                                         ? std::filesystem::path(*parsed->value("--jobs-dir"))
-                                         : supervise::jobs_root();
+  const std::filesystem::path root = jobs_root_from(*parsed);
   const auto paths = supervise::job_paths(root, name);
   auto journal = supervise::read_journal(paths.journal());
   if (!journal) {

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/job_render.h"
+#include "cli/jobs_dir.h"
 #include "platform/file_lock.h"
 #include "platform/files.h"
 #include "supervise/job.h"
@@ -68,11 +69,6 @@ namespace {
 constexpr FlagSpec k_jobs_flags[] = {{"--jobs-dir", true}};
 constexpr FlagSpec k_status_flags[] = {{"--jobs-dir", true}, {"--events", true}, {"--pin", true}};
 
-std::filesystem::path root_from(const ParsedArgs& p) {
-  if (auto v = p.value("--jobs-dir")) return *v;
-  return supervise::jobs_root();
-}
-
 // Pins a checkpoint: straight into the journal when no supervisor holds the job, otherwise as a
 // request file the running supervisor journals on its next scan (one writer per journal).
 int pin_checkpoint(CommandContext& context, const supervise::JobPaths& paths, const supervise::JobState& state,
@@ -116,7 +112,7 @@ int run_jobs(CommandContext& context) {
   if (!parsed->positionals.empty())
     return report_error(context.err, "unexpected argument '" + parsed->positionals.front() + "'",
                         "for one job use: gpuhost status " + parsed->positionals.front(), k_exit_usage);
-  const auto root = root_from(*parsed);
+  const auto root = jobs_root_from(*parsed);
   // No folder at the default place means no job has run here yet; a folder the user named that
   // is not there is a mistake (a typo, an unmounted share), never "no jobs".
   if (std::error_code ec; parsed->value("--jobs-dir") && !std::filesystem::is_directory(root, ec))
@@ -164,7 +160,7 @@ int run_status(CommandContext& context) {
     if (!n || *n < 0) return report_error(context.err, "--events expects a count, got '" + *v + "'", "", k_exit_usage);
     events = static_cast<std::size_t>(*n);
   }
-  const auto root = root_from(*parsed);
+  const auto root = jobs_root_from(*parsed);
   std::string name;
   if (!parsed->positionals.empty()) {
     name = parsed->positionals.front();

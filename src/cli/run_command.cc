@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/job_render.h"
+#include "cli/jobs_dir.h"
 #include "gpu/assignment.h"
 #include "gpu/collector.h"
 #include "platform/environment.h"
@@ -488,7 +489,7 @@ Result<RunOptions> parse_run_options(const ParsedArgs& p, std::vector<std::strin
     if (!drill) return std::unexpected(drill.error());
     options.supervisor.drills.push_back(*drill);
   }
-  options.supervisor.jobs_root = p.value("--jobs-dir") ? std::filesystem::path(*p.value("--jobs-dir")) : supervise::jobs_root();
+  options.supervisor.jobs_root = jobs_root_from(p);
   options.quiet = p.has("--quiet");
   options.supervisor.fresh = p.has("--fresh");
   options.remote_optional = p.has("--remote-optional");

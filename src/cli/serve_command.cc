@@ -6,6 +6,7 @@
 #include "base/strings.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/jobs_dir.h"
 #include "platform/files.h"
 #include "platform/socket.h"
 #include "platform/system_info.h"
@@ -156,10 +157,7 @@ int run_serve(CommandContext& context) {
   options.token = token;
   options.hostname = platform::collect_system_info().hostname;
   options.extra_hosts = parsed->values("--allow-host");
-  if (auto dir = parsed->value("--jobs-dir"))
-    options.jobs_root = *dir;
-  else
-    options.jobs_root = supervise::jobs_root();
+  options.jobs_root = jobs_root_from(*parsed);
   const std::string jobs_dir = options.jobs_root.string();
 
   platform::install_termination_handlers();

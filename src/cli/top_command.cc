@@ -6,6 +6,7 @@
 #include "base/json.h"
 #include "base/strings.h"
 #include "cli/exit_codes.h"
+#include "cli/jobs_dir.h"
 #include "cli/top_job.h"
 #include "cli/top_view.h"
 #include "gpu/collector.h"
@@ -190,9 +191,7 @@ int run_top(CommandContext& context) {
   if (job_name && !supervise::is_valid_job_name(*job_name))
     return report_error(context.err, "--job '" + *job_name + "' is not a job name",
                         "gpuhost jobs lists the jobs", k_exit_usage);
-  const std::filesystem::path root = parsed->value("--jobs-dir")
-                                         ? std::filesystem::path(*parsed->value("--jobs-dir"))
-                                         : supervise::jobs_root();
+  const std::filesystem::path root = jobs_root_from(*parsed);
 
   const std::string hostname = platform::collect_system_info().hostname;
   GpuSource gpus;
