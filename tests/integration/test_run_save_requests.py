@@ -22,6 +22,8 @@ from test_run_cli import TORCH_TRAINER, Job, RunTestCase, parse_time
 HERE = os.path.dirname(os.path.abspath(__file__))
 DDP_TRAINER = os.path.join(HERE, "trainers", "ddp_trainer.py")
 REFERENCE_TIMEOUT = 180
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
