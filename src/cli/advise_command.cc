@@ -8,13 +8,14 @@
 #include <thread>
 
 #include "advise/judge.h"
-#include "advise/observe.h"
+#include "advise/watch.h"
 #include "base/strings.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/job_render.h"
 #include "cli/jobs_dir.h"
 #include "gpu/nvml_session.h"
+#include "platform/files.h"
 #include "supervise/job.h"
 #include "supervise/job_state.h"
 #include "supervise/journal.h"
@@ -56,11 +57,16 @@ Examples:
 namespace {
 
 constexpr FlagSpec k_advise_flags[] = {{"--jobs-dir", true}, {"--seconds", true}, {"--processes", true}};
-constexpr auto k_sample_interval = std::chrono::milliseconds(500);
 
-advise::HostReadings host_readings(const platform::GroupActivity& group) {
-  return advise::HostReadings{group, platform::swapped_in_pages(), platform::pressure_some_avg10("io"),
-                              platform::pressure_some_avg10("cpu")};
+// The GPUs the job's spec gives its trainer (--gpu, --env CUDA_VISIBLE_DEVICES); empty (every
+// GPU) when it gives none: what the trainer inherited is not written down.
+std::vector<std::string> job_visible_devices(const supervise::JobPaths& paths) {
+  auto text = platform::read_file(paths.spec());
+  if (!text) return {};
+  auto spec = supervise::job_spec_from_json(*text);
+  if (!spec) return {};
+  auto visible = supervise::spec_environment_value(*spec, "CUDA_VISIBLE_DEVICES");
+  return visible ? advise::split_visible_devices(*visible) : std::vector<std::string>{};
 }
 
 std::string fixed(double value, int digits) {
@@ -160,47 +166,26 @@ int run_advise(CommandContext& context) {
         context.err, "job '" + name + "' is not running (" + phase + "): advise watches a running trainer",
         "start it with gpuhost run, then run gpuhost advise " + name + " while it trains", k_exit_error);
 
-  const long group = *state.child_pid;
-  advise::Observation observation;
-  observation.local_processes = static_cast<unsigned>(*processes);
-  auto before = platform::read_group_activity(group);
-  if (!before && before.error().code == ErrorCode::not_found)
-    return report_error(context.err,
-                        "job '" + name + "': its trainer (pid " + std::to_string(group) + ") has ended",
-                        "gpuhost status " + name + " says what happened", k_exit_error);
+  advise::WatchOptions watch;
+  watch.group = *state.child_pid;
+  watch.window = std::chrono::seconds(*seconds);
+  watch.local_processes = static_cast<unsigned>(*processes);
+  watch.visible_devices = job_visible_devices(paths);
   if (!common->json) context.err << "gpuhost advise: watching " << name << " for " << *seconds << " s\n";
-  const advise::HostReadings start = before ? host_readings(*before) : advise::HostReadings{};
-  const auto began = std::chrono::steady_clock::now();
-  const auto until = began + std::chrono::seconds(*seconds);
   gpu::NvmlSession session;
-  std::vector<gpu::GpuSnapshot> samples;
-  std::string gpu_unseen;
-  for (auto next = began; next < until; next += k_sample_interval) {
-    std::this_thread::sleep_until(next);
-    gpu::GpuSnapshot snapshot = session.collect();
-    if (!snapshot.available && gpu_unseen.empty())
-      gpu_unseen = snapshot.error ? "NVML: " + snapshot.error->message : std::string("NVML is not available");
-    samples.push_back(std::move(snapshot));
-  }
-  std::this_thread::sleep_until(until);
-  const double watched = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-  observation.gpus = advise::summarize_gpus(samples);
-  if (before) {
-    auto after = platform::read_group_activity(group);
-    if (!after)
-      return report_error(context.err, "job '" + name + "': its trainer ended while it was watched",
-                          "gpuhost status " + name, k_exit_error);
-    observation.host =
-        advise::summarize_host(start, host_readings(*after), watched, std::thread::hardware_concurrency());
-  } else {
-    observation.host_unseen = before.error().message;
-  }
+  auto watched = advise::watch(watch, session);
+  if (!watched)
+    return report_error(context.err, "job '" + name + "': " + watched.error().message,
+                        "gpuhost status " + name + " says what happened", k_exit_error);
+  const advise::Observation& observation = watched->observation;
+  const double watched_seconds = watched->seconds;
+  const std::string& gpu_unseen = watched->gpu_unseen;
   const auto findings = advise::judge(observation);
 
   if (common->json) {
     json::Value doc = json::Value::object();
     doc["job"] = name;
-    doc["seconds"] = watched;
+    doc["seconds"] = watched_seconds;
     doc["observation"] = advise::to_json(observation);
     if (observation.gpus.empty()) doc["gpu_unseen"] = gpu_unseen;
     json::Value list = json::Value::array();
@@ -209,7 +194,8 @@ int run_advise(CommandContext& context) {
     context.out << json::dump(doc, 2) << "\n";
     return k_exit_ok;
   }
-  render(context.out, name, watched, observation, findings, gpu_unseen, TerminalStyle::for_stdout(common->color));
+  render(context.out, name, watched_seconds, observation, findings, gpu_unseen,
+         TerminalStyle::for_stdout(common->color));
   return k_exit_ok;
 }
 

@@ -68,6 +68,61 @@ std::string render_record_line(const supervise::JournalRecord& record, const Ter
   return line;
 }
 
+namespace {
+
+json::Value advice_json(const supervise::JobAdvice& advice) {
+  json::Value doc = json::Value::object();
+  doc["time"] = advice.time;
+  doc["step_seconds"] = advice.step_seconds ? json::Value(*advice.step_seconds) : json::Value();
+  doc["last_run_step_seconds"] =
+      advice.last_run_step_seconds ? json::Value(*advice.last_run_step_seconds) : json::Value();
+  doc["unseen"] = advice.unseen;
+  json::Value findings = json::Value::array();
+  for (const auto& f : advice.findings) {
+    json::Value item = json::Value::object();
+    item["id"] = f.id;
+    item["strength"] = f.strength;
+    item["gpu"] = f.gpu ? json::Value(*f.gpu) : json::Value();
+    item["limit"] = f.limit;
+    item["fix"] = f.fix;
+    item["expected"] = f.expected;
+    json::Value evidence = json::Value::array();
+    for (const auto& e : f.evidence) evidence.push_back(e);
+    item["evidence"] = std::move(evidence);
+    findings.push_back(std::move(item));
+  }
+  doc["findings"] = std::move(findings);
+  return doc;
+}
+
+// The advisor's newest judgement: each finding with its fix, and the step time.
+void render_advice(std::ostream& out, const supervise::JobAdvice& advice, const TerminalStyle& style) {
+  out << "\n" << style.bold("Advice") << "  " << style.dim(advice.time) << "\n";
+  if (advice.findings.empty())
+    out << "  " << style.green("no finding") << ": nothing seen holds the job back\n";
+  for (const auto& f : advice.findings) {
+    out << "  " << (f.strength == "verdict" ? style.yellow("verdict") : style.cyan("hint")) << " "
+        << style.bold(f.id) << (f.gpu ? " (GPU " + std::to_string(*f.gpu) + ")" : std::string()) << ": "
+        << f.limit << "\n";
+    if (!f.fix.empty()) out << "    fix:      " << f.fix << "\n";
+    if (!f.expected.empty()) out << "    expected: " << f.expected << "\n";
+  }
+  if (advice.step_seconds) {
+    char text[128];
+    std::snprintf(text, sizeof text, "  step time  %.3g s", *advice.step_seconds);
+    out << text;
+    if (advice.last_run_step_seconds && *advice.last_run_step_seconds > 0) {
+      std::snprintf(text, sizeof text, " (last run %.3g s: %+.0f %%)", *advice.last_run_step_seconds,
+                    (*advice.step_seconds / *advice.last_run_step_seconds - 1) * 100);
+      out << text;
+    }
+    out << "\n";
+  }
+  if (!advice.unseen.empty()) out << "  " << style.dim("not seen: " + advice.unseen) << "\n";
+}
+
+}  // namespace
+
 json::Value job_status_json(const supervise::JobState& state) {
   json::Value doc = json::Value::object();
   doc["phase"] = shown_phase(state);
@@ -120,6 +175,9 @@ json::Value job_status_json(const supervise::JobState& state) {
     events.push_back(std::move(item));
   }
   doc["events"] = std::move(events);
+  doc["advice"] = state.advice ? advice_json(*state.advice) : json::Value();
+  doc["last_run_step_seconds"] =
+      state.last_run_step_seconds ? json::Value(*state.last_run_step_seconds) : json::Value();
   return doc;
 }
 
@@ -217,6 +275,8 @@ void render_job_status(std::ostream& out, const std::string& name, const std::fi
     if (!c.snapshot.empty() && c.status != CheckpointStatus::retired) out << "          " << style.dim("copy: " + c.snapshot) << "\n";
     if (c.status == CheckpointStatus::bad && !c.bad_reason.empty()) out << "          " << style.red(c.bad_reason) << "\n";
   }
+
+  if (state.advice) render_advice(out, *state.advice, style);
 
   out << "\n" << style.bold("Events") << "\n";
   std::size_t first = (max_events == 0 || state.events.size() <= max_events) ? 0 : state.events.size() - max_events;

@@ -128,6 +128,13 @@ Rehearsal:
                          deadline D seconds later (default 30)
   --drill kill@T         kill the trainer's whole process tree at T seconds (repeatable)
 
+Advisor (doc/advise.md):
+  --advise SECONDS|off   judge what limits the trainer this often (default 60): NVML and the
+                         trainer's threads over the window, as gpuhost advise does; journalled
+                         when the findings or the step time change, shown by gpuhost status,
+                         the dashboard and /metrics (gpuhost_job_finding), with the step time
+                         against the last run's
+
 Dashboard:
   --dashboard[=ADDR]     serve this job's live dashboard and /metrics while it runs (loss
                          and other training curves, GPUs, checkpoint/notice/restart
@@ -217,6 +224,7 @@ constexpr FlagSpec k_run_flags[] = {
     {"--keep", true},
     {"--settle", true},
     {"--marker", true},
+    {"--advise", true},
     {"--snapshots", true},
     {"--save-request", true},
     {"--save-signal", true},
@@ -420,10 +428,9 @@ Result<RunOptions> parse_run_options(const ParsedArgs& p, std::vector<std::strin
     spec.environment.emplace_back(assignment.substr(0, eq), assignment.substr(eq + 1));
   }
   if (auto v = p.value("--gpu")) {
-    for (const auto& [name, value] : spec.environment)
-      if (name == "CUDA_VISIBLE_DEVICES")
-        return std::unexpected(
-            usage("--gpu and --env CUDA_VISIBLE_DEVICES=" + value + " both choose the GPUs: give one"));
+    if (auto given = supervise::spec_environment_value(spec, "CUDA_VISIBLE_DEVICES"))
+      return std::unexpected(
+          usage("--gpu and --env CUDA_VISIBLE_DEVICES=" + *given + " both choose the GPUs: give one"));
     auto assigned =
         gpu::assign_gpus(*v, gpu::take_snapshot(), platform::current_os() == platform::OsFamily::windows);
     if (!assigned) return std::unexpected(usage(assigned.error().message));
@@ -492,6 +499,15 @@ Result<RunOptions> parse_run_options(const ParsedArgs& p, std::vector<std::strin
   options.supervisor.jobs_root = jobs_root_from(p);
   options.quiet = p.has("--quiet");
   options.supervisor.fresh = p.has("--fresh");
+  if (auto v = p.value("--advise")) {
+    if (*v == "off") {
+      options.supervisor.advise_window = std::chrono::milliseconds::zero();
+    } else {
+      options.supervisor.advise_window = GPUHOST_TRY(duration_flag(p, "--advise"));
+      if (options.supervisor.advise_window < std::chrono::seconds(1))
+        return std::unexpected(usage("--advise expects at least 1 s, or off, got '" + *v + "'"));
+    }
+  }
   options.remote_optional = p.has("--remote-optional");
   if (p.has("--final-upload-timeout"))
     options.supervisor.final_upload_timeout = GPUHOST_TRY(duration_flag(p, "--final-upload-timeout"));

@@ -208,6 +208,13 @@ Result<std::chrono::milliseconds> parse_duration(std::string_view text) {
   return std::chrono::milliseconds(std::llround(total_ms));
 }
 
+std::optional<std::string> spec_environment_value(const JobSpec& spec, std::string_view name) {
+  std::optional<std::string> value;
+  for (const auto& [each, v] : spec.environment)
+    if (each == name) value = v;
+  return value;
+}
+
 bool is_valid_job_name(std::string_view name) {
   if (name.empty() || name.size() > 64 || name == "." || name == "..") return false;
   for (char c : name)

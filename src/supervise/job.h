@@ -56,6 +56,9 @@ struct JobSpec {
   std::optional<std::filesystem::path> encryption_key_file;
 };
 
+// The value the spec gives the child's variable `name` (the last --env of that name), if any.
+[[nodiscard]] std::optional<std::string> spec_environment_value(const JobSpec& spec, std::string_view name);
+
 [[nodiscard]] const char* save_request_name(JobSpec::SaveRequest request);  // "signal", "file", ...
 [[nodiscard]] std::optional<JobSpec::SaveRequest> parse_save_request(std::string_view name);
 

@@ -249,6 +249,60 @@ std::optional<JobPhase> phase_of_outcome(std::string_view outcome) {
   return std::nullopt;
 }
 
+// "step 0.52 s (0.21 s in the last run: +148 %)".
+std::string step_time_text(double seconds, std::optional<double> before) {
+  char text[96];
+  if (!before || *before <= 0) {
+    std::snprintf(text, sizeof text, "step %.3g s", seconds);
+  } else {
+    std::snprintf(text, sizeof text, "step %.3g s (%.3g s in the last run: %+.0f %%)", seconds, *before,
+                  (seconds / *before - 1) * 100);
+  }
+  return text;
+}
+
+void fold_advice(JobState& state, const JournalRecord& record) {
+  const json::Value& f = record.fields;
+  JobAdvice advice;
+  advice.time = record.time;
+  if (const json::Value* list = f.find("findings"); list && list->is_array()) {
+    for (const json::Value& item : list->items()) {
+      if (!item.is_object()) continue;
+      JobAdvice::Finding finding;
+      finding.id = item.get_string("id");
+      finding.strength = item.get_string("strength");
+      finding.gpu = optional_int(item, "gpu");
+      finding.limit = item.get_string("limit");
+      finding.fix = item.get_string("fix");
+      finding.expected = item.get_string("expected");
+      if (const json::Value* evidence = item.find("evidence"); evidence && evidence->is_array())
+        for (const json::Value& line : evidence->items())
+          if (line.is_string()) finding.evidence.push_back(line.as_string());
+      advice.findings.push_back(std::move(finding));
+    }
+  }
+  if (const json::Value* v = f.find("step_seconds"); v && v->is_number())
+    advice.step_seconds = v->as_number();
+  if (const json::Value* v = f.find("last_run_step_seconds"); v && v->is_number())
+    advice.last_run_step_seconds = v->as_number();
+  advice.unseen = f.get_string("gpu_unseen");
+  if (std::string host = f.get_string("host_unseen"); !host.empty())
+    advice.unseen += (advice.unseen.empty() ? "" : "; ") + host;
+  std::string summary = "advice: ";
+  if (advice.findings.empty()) summary += "no finding";
+  for (std::size_t i = 0; i < advice.findings.size(); ++i) {
+    const auto& finding = advice.findings[i];
+    summary += (i ? ", " : "") + finding.strength + " " + finding.id +
+               (finding.gpu ? " (GPU " + std::to_string(*finding.gpu) + ")" : std::string());
+  }
+  if (advice.step_seconds) {
+    summary += "; " + step_time_text(*advice.step_seconds, advice.last_run_step_seconds);
+    state.run_step_seconds = advice.step_seconds;
+  }
+  add_event(state, record, std::move(summary));
+  state.advice = std::move(advice);
+}
+
 void fold_record(JobState& state, const JournalRecord& record) {
   const json::Value& f = record.fields;
   const std::string& type = record.type;
@@ -256,6 +310,9 @@ void fold_record(JobState& state, const JournalRecord& record) {
     add_event(state, record, "job " + f.get_string("name") + " created");
   } else if (type == "supervisor_started") {
     ++state.supervisor_runs;
+    if (state.run_step_seconds) state.last_run_step_seconds = state.run_step_seconds;
+    state.run_step_seconds.reset();
+    state.advice.reset();
     state.phase = JobPhase::running;
     state.supervisor_pid = static_cast<long>(f.get_int("pid"));
     std::string summary = "supervisor started (pid " + std::to_string(f.get_int("pid"));
@@ -439,6 +496,8 @@ void fold_record(JobState& state, const JournalRecord& record) {
     add_event(state, record, std::move(summary));
   } else if (type.starts_with("mirror_") || type == "checkpoint_restored") {
     fold_mirror_record(state, record);
+  } else if (type == "advice") {
+    fold_advice(state, record);
   } else if (type == "progress") {
     // The newest step the trainer reported (its output or logger files), now and then.
     if (auto step = optional_int(f, "step")) state.last_step = step;

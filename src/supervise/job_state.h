@@ -75,6 +75,22 @@ struct JobEvent {
   std::string summary;  // one human line
 };
 
+// The advisor's newest judgement of the trainer (an `advice` record, doc/advise.md).
+struct JobAdvice {
+  struct Finding {
+    std::string id;        // "input_bound", ...
+    std::string strength;  // "verdict" or "hint"
+    std::optional<std::int64_t> gpu;
+    std::string limit, fix, expected;
+    std::vector<std::string> evidence;
+  };
+  std::string time;
+  std::vector<Finding> findings;
+  std::optional<double> step_seconds;           // the trainer's step time over the window
+  std::optional<double> last_run_step_seconds;  // the run before's, when it had one
+  std::string unseen;                           // what the advisor could not read, if anything
+};
+
 // The job's state, folded from its journal records in order. Pure: the same records give the
 // same state, so a supervisor restarted after SIGKILL continues from exactly what was durable.
 // Unknown record types and fields are ignored. A checkpoint committed again at the same path
@@ -113,6 +129,11 @@ struct JobState {
   std::optional<long> child_pid;       // the running attempt's trainer (its process group's leader)
   std::optional<std::int64_t> last_step;  // newest step the journal saw (progress or checkpoint)
   std::optional<std::int64_t> last_save_ms;  // the newest save_completed: notice to committed
+  // The newest advice of the current (or last) supervisor run; reset when one starts. And the
+  // newest step time the advisor measured in an earlier run, for the comparison.
+  std::optional<JobAdvice> advice;
+  std::optional<double> run_step_seconds;       // this run's newest
+  std::optional<double> last_run_step_seconds;  // that of the last run that measured one
   std::vector<JobEvent> events;
   std::optional<std::string> last_exit;  // describe() of the last child exit
   bool mirrored = false;  // a remote mirror record was seen (the job runs with --remote)

@@ -94,6 +94,42 @@ TEST(JobState, KnowsTheRunningTrainersPidUntilItExits) {
   EXPECT_EQ(h.fold().child_pid, 8);
 }
 
+// The advisor's newest judgement is the job's advice; its step time becomes the next run's
+// "last run" figure, and a new run starts with no advice of its own.
+TEST(JobState, AdviceFollowsTheNewestRecordAndItsStepTimeTheNextRun) {
+  History h;
+  h.add("supervisor_started", {{"pid", 1}});
+  json::Value finding = json::Value::object();
+  finding["id"] = "input_bound";
+  finding["strength"] = "verdict";
+  finding["gpu"] = 0;
+  finding["limit"] = "the main thread loads every batch (num_workers=0)";
+  finding["fix"] = "DataLoader(..., num_workers=1, pin_memory=True)";
+  finding["evidence"] = json::Value(json::Value::Array{json::Value("GPU 0 busy 12 %")});
+  h.add("advice", {{"findings", json::Value(json::Value::Array{finding})}, {"step_seconds", 0.5}});
+  JobState state = h.fold();
+  ASSERT_TRUE(state.advice.has_value());
+  ASSERT_EQ(state.advice->findings.size(), 1u);
+  EXPECT_EQ(state.advice->findings[0].id, "input_bound");
+  EXPECT_EQ(state.advice->findings[0].gpu, 0);
+  EXPECT_EQ(state.advice->findings[0].evidence, std::vector<std::string>{"GPU 0 busy 12 %"});
+  EXPECT_EQ(last_event(state, "advice")->summary, "advice: verdict input_bound (GPU 0); step 0.5 s");
+  EXPECT_FALSE(state.last_run_step_seconds.has_value());
+  // A later window without a step time (the trainer printed none) keeps the run's figure.
+  h.add("advice", {{"findings", json::Value::array()}});
+  h.add("supervisor_stopped", {{"outcome", "stopped"}});
+  h.add("supervisor_started", {{"pid", 2}});
+  state = h.fold();
+  EXPECT_FALSE(state.advice.has_value());
+  EXPECT_EQ(state.last_run_step_seconds, 0.5);
+  h.add("advice",
+        {{"findings", json::Value::array()}, {"step_seconds", 0.2}, {"last_run_step_seconds", 0.5}});
+  state = h.fold();
+  EXPECT_EQ(last_event(state, "advice")->summary,
+            "advice: no finding; step 0.2 s (0.5 s in the last run: -60 %)");
+  EXPECT_EQ(state.advice->last_run_step_seconds, 0.5);
+}
+
 // `status` and `jobs` show where training is: an older checkpoint committed after the trainer
 // reported a later step does not move it back; a new attempt starts from its resume point.
 TEST(JobState, LastStepGoesBackOnlyWithAResume) {

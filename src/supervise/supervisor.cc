@@ -240,6 +240,7 @@ Result<SupervisorResult> Supervisor::run() {
   platform::become_child_subreaper();
   start_watcher();
   start_training_metrics();
+  start_advisor();
   if (m_options.on_job_ready) m_options.on_job_ready(m_spec.name, m_paths.dir);
   m_ledger.prime();
   m_drills_done.assign(m_options.drills.size(), false);

@@ -52,6 +52,9 @@ struct SupervisorOptions {
   bool training_metrics = true;
   // How often the newest training step is journalled as a progress record (when it changed).
   std::chrono::milliseconds progress_interval{std::chrono::seconds(30)};
+  // The advisor's window (supervise/job_advisor.h): what limits the trainer, judged this often
+  // and journalled as `advice` when it changes; zero turns it off.
+  std::chrono::milliseconds advise_window{std::chrono::seconds(60)};
   // Start from scratch: checkpoints already on disk (or committed by earlier runs of the job)
   // are never resumed from; the trainer's new ones are committed as it writes them.
   bool fresh = false;

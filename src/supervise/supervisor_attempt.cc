@@ -44,9 +44,8 @@ void Supervisor::start_training_metrics() {
   if (!fs::is_directory(checkpoints, ec) && checkpoints.has_extension()) checkpoints = checkpoints.parent_path();
   if (checkpoints.filename() == "weights") checkpoints = checkpoints.parent_path();  // Ultralytics runs/*/weights
   if (!checkpoints.empty()) options.roots.push_back(checkpoints);
-  std::optional<std::string> own_channel = platform::get_env("GPUHOST_METRICS_FILE");
-  for (const auto& [name, value] : m_spec.environment)
-    if (name == "GPUHOST_METRICS_FILE") own_channel = value;
+  std::optional<std::string> own_channel = spec_environment_value(m_spec, "GPUHOST_METRICS_FILE");
+  if (!own_channel) own_channel = platform::get_env("GPUHOST_METRICS_FILE");
   options.channel = own_channel ? fs::path(*own_channel) : m_paths.metrics() / "channel.jsonl";
   if (options.channel.is_relative()) options.channel = options.roots.front() / options.channel;
   m_metrics_channel = options.channel;
@@ -161,12 +160,14 @@ Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProces
   const auto started = SteadyClock::now();
   auto next_scan = started;
   bool drill_kill = false;
+  advisor_attempt_started(child.pid());
 
   for (;;) {
     auto exited = child.wait_for(milliseconds(100));
     if (!exited) return std::unexpected(exited.error());
     if (*exited) {
       end.exit = **exited;
+      advisor_attempt_ended();
       break;
     }
     const auto now = SteadyClock::now();
@@ -186,6 +187,7 @@ Result<Supervisor::AttemptEnd> Supervisor::supervise_child(platform::ChildProces
     while (auto notice = m_inbox.pop()) local_notice(child, *notice, StopReason::preemption);
     pump_peers(child);
     record_progress();
+    record_advice();
     if (m_mirror) m_mirror->pump();
 
     for (std::size_t i = 0; i < m_options.drills.size(); ++i) {

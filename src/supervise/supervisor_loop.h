@@ -14,6 +14,7 @@
 #include "platform/child_process.h"
 #include "platform/job_cgroup.h"
 #include "supervise/checkpoint_ledger.h"
+#include "supervise/job_advisor.h"
 #include "supervise/job_mirror.h"
 #include "supervise/job_peers.h"
 #include "supervise/job_recorder.h"
@@ -70,6 +71,10 @@ class Supervisor {
   void start_watcher();
   void start_training_metrics();
   void record_progress(bool now = false);
+  void start_advisor();
+  void advisor_attempt_started(long group);
+  void advisor_attempt_ended();
+  void record_advice();
   void scan_checkpoints(bool settled) { m_ledger.scan(settled); }
   Result<platform::ChildProcess> launch(const ResumePoint& resume);
 
@@ -126,6 +131,16 @@ class Supervisor {
   std::filesystem::path m_metrics_channel;
   SteadyClock::time_point m_next_progress{};
   std::optional<std::int64_t> m_last_progress_step;
+  std::unique_ptr<JobAdvisor> m_advisor;  // null with the advisor off
+  // Where the trainer was when the advisor's last window was taken (for the step time), and the
+  // last advice journalled (a new record only when it changes).
+  struct AdviceMark {
+    SteadyClock::time_point at;
+    std::optional<std::int64_t> step;
+  };
+  std::optional<AdviceMark> m_advice_mark;
+  std::optional<std::string> m_last_advice_key;
+  std::optional<double> m_last_advice_step_seconds;
 
   // Notices, saves and stops of the current attempt (notice_response.h).
   NoticeResponse m_response;

@@ -40,6 +40,27 @@ struct JobEmitter {
   }
 };
 
+// The advisor's newest judgement (doc/advise.md): one series per finding, as kube-state-metrics
+// gives a condition; absent findings are absent series, so `gpuhost_job_finding == 1` alerts.
+void append_advice(const JobEmitter& e, const supervise::JobState& state) {
+  if (!state.advice) return;
+  for (const auto& f : state.advice->findings)
+    e.gauge("gpuhost_job_finding",
+            "1 for each finding of the advisor's newest judgement (what limits the trainer)", 1,
+            {{"finding", f.id},
+             {"strength", f.strength},
+             {"gpu", f.gpu ? std::to_string(*f.gpu) : std::string()}});
+  e.gauge("gpuhost_job_findings",
+          "Findings in the advisor's newest judgement (0: nothing seen holds the job back)",
+          static_cast<double>(state.advice->findings.size()));
+  if (state.advice->step_seconds)
+    e.gauge("gpuhost_job_step_seconds", "The trainer's step time over the advisor's newest window",
+            *state.advice->step_seconds);
+  if (state.last_run_step_seconds)
+    e.gauge("gpuhost_job_last_run_step_seconds",
+            "The step time the advisor measured in the job's previous run", *state.last_run_step_seconds);
+}
+
 double seconds_since_epoch(std::chrono::system_clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
@@ -152,6 +173,7 @@ void append_job_metrics(std::string_view job_name, const supervise::JobState& st
             static_cast<double>(*state.last_step));
   append_checkpoints(e, state, now);
   append_mirror(e, state, now);
+  append_advice(e, state);
   if (history) append_training(e, *history);
 }
 
