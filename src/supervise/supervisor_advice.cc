@@ -42,7 +42,7 @@ void Supervisor::start_advisor() {
 void Supervisor::advisor_attempt_started(long group) {
   if (!m_advisor) return;
   m_advisor->watch(group);
-  m_advice_mark = AdviceMark{SteadyClock::now(), m_metrics ? m_metrics->newest_step() : std::nullopt};
+  m_advice_mark = AdviceMark{SteadyClock::now(), m_metrics ? m_metrics->attempt_step() : std::nullopt};
 }
 
 void Supervisor::advisor_attempt_ended() {
@@ -54,7 +54,7 @@ void Supervisor::record_advice() {
   auto report = m_advisor->take();
   if (!report) return;
   const auto now = SteadyClock::now();
-  const std::optional<std::int64_t> step = m_metrics ? m_metrics->newest_step() : std::nullopt;
+  const std::optional<std::int64_t> step = m_metrics ? m_metrics->attempt_step() : std::nullopt;
   std::optional<double> step_seconds;
   std::int64_t steps = 0;
   if (m_advice_mark && m_advice_mark->step && step && *step > *m_advice_mark->step) {

@@ -21,6 +21,14 @@ struct TrainingMetricsRecorder::State {
   std::mutex err_mutex;
   metrics::OutputStreamParser err_parser;
   std::atomic<std::int64_t> newest_step{-1};
+  std::atomic<std::int64_t> attempt_step{-1};  // the newest since child_started()
+
+  void note_step(std::int64_t step) {
+    if (step > newest_step.load(std::memory_order_relaxed))
+      newest_step.store(step, std::memory_order_relaxed);
+    if (step > attempt_step.load(std::memory_order_relaxed))
+      attempt_step.store(step, std::memory_order_relaxed);
+  }
 
   std::mutex mutex;
   std::condition_variable wake;
@@ -29,8 +37,7 @@ struct TrainingMetricsRecorder::State {
 
   void record(std::vector<metrics::Point>& points, std::string_view source) {
     for (auto& point : points) {
-      if (point.step && *point.step > newest_step.load(std::memory_order_relaxed))
-        newest_step.store(*point.step, std::memory_order_relaxed);
+      if (point.step) note_step(*point.step);
       history->append(point, source);
     }
     points.clear();
@@ -61,8 +68,7 @@ void TrainingMetricsRecorder::State::run_tailer() {
     std::vector<metrics::SourcedPoint> found = tailer.poll();
     for (const std::string& warning : tailer.take_warnings()) message("training metrics: " + warning);
     for (auto& item : found) {
-      if (item.point.step && *item.point.step > newest_step.load(std::memory_order_relaxed))
-        newest_step.store(*item.point.step, std::memory_order_relaxed);
+      if (item.point.step) note_step(*item.point.step);
       history->append(item.point, item.source);
     }
     // Points first, then the consumption state: a kill between the two repeats points at worst,
@@ -142,10 +148,17 @@ void TrainingMetricsRecorder::child_started() {
     m_state->err_parser = metrics::OutputStreamParser();
   }
   m_state->record(points, "output");
+  m_state->attempt_step.store(-1, std::memory_order_relaxed);
 }
 
 std::optional<std::int64_t> TrainingMetricsRecorder::newest_step() const {
   const std::int64_t step = m_state->newest_step.load(std::memory_order_relaxed);
+  if (step < 0) return std::nullopt;
+  return step;
+}
+
+std::optional<std::int64_t> TrainingMetricsRecorder::attempt_step() const {
+  const std::int64_t step = m_state->attempt_step.load(std::memory_order_relaxed);
   if (step < 0) return std::nullopt;
   return step;
 }

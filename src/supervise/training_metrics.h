@@ -44,6 +44,9 @@ class TrainingMetricsRecorder {
 
   // The newest training step seen from any source, for the journal's progress records.
   [[nodiscard]] std::optional<std::int64_t> newest_step() const;
+  // The newest step the current child reported (none before its first): the advisor's step
+  // time, which must not count a restarted trainer's steps below the previous one's newest.
+  [[nodiscard]] std::optional<std::int64_t> attempt_step() const;
 
  private:
   struct State;

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import time
 import unittest
+import urllib.request
 
 from gpuhost_test import BIN, IS_WINDOWS_BUILD, host_path, needs, scenario_env, torch_available
 from gpuhost_test import run as gpuhost
@@ -113,6 +114,97 @@ class InputBound(AdviseTestCase):
         self.assertEqual(report["findings"], [], report)  # no GPU reading: no GPU claim
 
 
+@unittest.skipIf(IS_WINDOWS_BUILD, "the trainer's threads are read on Linux")
+@needs(torch_available(), "Debian's python3-torch for /usr/bin/python3")
+class AdviceInRun(AdviseTestCase):
+    """The advisor inside `gpuhost run --advise SECONDS`: the same judgement, journalled as
+    `advice` records, shown by status, exported by serve, and the step time compared with the
+    job's previous run."""
+
+    def start_run(self, job, scenario, trainer_args):
+        return job.start(["--advise", "3"], [TORCH_PYTHON, INPUT_TRAINER] + trainer_args, env=scenario_env(scenario))
+
+    def wait_for_advice(self, job, proc, predicate, what, start=0):
+        def found(records):
+            advice = [r for r in records if r["type"] == "advice"]
+            return any(predicate(r) for r in advice[start:])
+        job.wait_for(found, what, proc, timeout=180)
+        return [r for r in job.records("advice")[start:] if predicate(r)][0]
+
+    def test_an_input_bound_trainer_gets_an_advice_record_seen_by_status_serve_and_the_next_run(self):
+        job = Job(self, "advice-in-run")
+        proc = self.start_run(job, "a100_waiting_for_input", ["--workers", "0"])
+        advice = self.wait_for_advice(job, proc, lambda r: [f["id"] for f in r["findings"]] == ["input_bound"],
+                                      "an input_bound advice record")
+        finding = advice["findings"][0]
+        self.assertEqual((finding["strength"], finding["gpu"]), ("verdict", 0), advice)
+        self.assertIn("num_workers=", finding["fix"])
+        self.assertEqual(advice["gpus_seen"], 1, advice)
+        timed = self.wait_for_advice(job, proc, lambda r: r.get("step_seconds"), "an advice record with a step time")
+        self.assertGreater(timed["steps"], 0, timed)
+        self.assertNotIn("last_run_step_seconds", timed)  # the job's first run
+
+        status = job.status()
+        self.assertEqual([f["id"] for f in status["advice"]["findings"]], ["input_bound"], status["advice"])
+        self.assertGreater(status["advice"]["step_seconds"], 0)
+        text = job.gpuhost("status", job.name)
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertIn("Advice", text.stdout)
+        self.assertIn("verdict input_bound (GPU 0): ", text.stdout)
+        self.assertIn("step time ", text.stdout)
+
+        server = subprocess.Popen([BIN, "serve", "--port", "0", "--json", "--jobs-dir", os.path.join(job.home, "jobs")],
+                                  env=job.env(scenario_env("a100_waiting_for_input")), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        self.addCleanup(self.stop_server, server)
+        port = json.loads(server.stdout.readline())["port"]
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=60) as resp:
+            body = resp.read().decode("utf-8")
+        self.assertIn('gpuhost_job_finding{job_name="advice-in-run",finding="input_bound",strength="verdict",gpu="0"} 1',
+                      body)
+        self.assertIn('gpuhost_job_findings{job_name="advice-in-run"} 1', body)
+        self.assertIn('gpuhost_job_step_seconds{job_name="advice-in-run"}', body)
+
+        # The job's next run compares its step time with this one's.
+        proc.send_signal(signal.SIGINT)
+        self.assertEqual(proc.wait(timeout=60), 130, job.summary())
+        last_step_seconds = [r for r in job.records("advice") if r.get("step_seconds")][-1]["step_seconds"]
+        start = len(job.records("advice"))
+        proc = self.start_run(job, "a100_waiting_for_input", ["--workers", "0"])
+        self.addCleanup(self.stop, proc)
+        second = self.wait_for_advice(job, proc, lambda r: r.get("step_seconds"),
+                                      "an advice record with a step time in the second run", start)
+        self.assertEqual(second["last_run_step_seconds"], last_step_seconds, second)
+        # Counted from the second run's own steps (a fresh start: below the first run's newest
+        # step, whose wait would otherwise count as step time, ~30x too slow).
+        self.assertLess(second["step_seconds"], 10 * last_step_seconds, second)
+        status = job.status()
+        self.assertEqual(status["advice"]["last_run_step_seconds"], last_step_seconds, status["advice"])
+        self.assertIn("(last run ", job.gpuhost("status", job.name).stdout)
+
+    def test_a_compute_bound_trainer_with_a_busy_gpu_gets_advice_without_findings(self):
+        job = Job(self, "advice-compute")
+        proc = self.start_run(job, "a100_busy_training", ["--compute"])
+        self.addCleanup(self.stop, proc)
+        advice = self.wait_for_advice(job, proc, lambda r: r.get("step_seconds"), "an advice record with a step time")
+        self.assertEqual([r["findings"] for r in job.records("advice")], [[]] * len(job.records("advice")), job.summary())
+        self.assertEqual(advice["gpus_seen"], 1)
+        self.assertIn("no finding: nothing seen holds the job back", job.gpuhost("status", job.name).stdout)
+
+    def test_advise_off_journals_no_advice(self):
+        job = Job(self, "advice-off")
+        finished = job.run(["--advise", "off"], [TORCH_PYTHON, INPUT_TRAINER, "--steps", "40"],
+                           env=scenario_env("a100_waiting_for_input"))
+        self.assertEqual(finished.returncode, 0, finished.stderr)
+        self.assertEqual(job.records("advice"), [])
+
+    def stop_server(self, server):
+        server.terminate()
+        server.wait(timeout=60)
+        server.stdout.close()
+        server.stderr.close()
+
+
 class Refusals(AdviseTestCase):
     """Linux and the Windows build (gpuhost.exe under Wine)."""
 
@@ -126,6 +218,12 @@ class Refusals(AdviseTestCase):
             self.assertEqual(proc.returncode, code, proc.stderr)
             self.assertIn(text, proc.stderr)
         self.assertEqual(gpuhost(["advise"] + jobs_dir).returncode, 2)
+        for value, text in (("0", "--advise expects at least 1 s, or off, got '0'"),
+                            ("soon", "--advise")):
+            proc = gpuhost(["run", "--name", "advise-flag", "--advise", value, "--"] + ["true"], env=job.env())
+            self.assertEqual(proc.returncode, 2, proc.stderr)
+            self.assertIn(text, proc.stderr)
+            self.assertFalse(os.path.exists(os.path.join(job.home, "jobs", "advise-flag")), "a refused run made its job")
         if IS_WINDOWS_BUILD:
             return  # the finished job below needs a trainer of the host's Python
         finished = job.run([], [TORCH_PYTHON, "-c", "pass"])
