@@ -3,6 +3,9 @@
 
 #include "gpu/collector.h"
 
+#include <filesystem>
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "gpu/fake_nvml_test_support.h"
@@ -102,6 +105,26 @@ TEST(Collector, HealthyA100HostReadsEveryField) {
     EXPECT_EQ(g.serial, "13233210" + std::to_string(12345 + i));
   }
   EXPECT_EQ(s.devices[7].uuid, "GPU-b596bfe9-8aed-1297-0ac9-f6ccb62183c1");
+}
+
+// The fake's timeline (tests/fake_nvml/README.md): the device's values follow the fake clock, a
+// file the test rewrites; a later stage keeps what it does not change.
+TEST(Collector, FakeNvmlTimelineFollowsTheFakeClock) {
+  const auto clock = std::filesystem::temp_directory_path() / "gpuhost-fake-nvml-clock";
+  platform::ScopedEnv clock_env("GPUHOST_FAKE_NVML_CLOCK", clock.string());
+  const auto at = [&](const char* seconds) {
+    std::ofstream(clock) << seconds;
+    return snapshot_of("a100_input_fixed_at_100s");
+  };
+  const GpuSnapshot before = at("99.5");
+  ASSERT_EQ(before.devices.size(), 1u);
+  EXPECT_EQ(before.devices[0].utilization.value, (Utilization{12, 6}));
+  const GpuSnapshot after = at("100");
+  EXPECT_EQ(after.devices[0].utilization.value, (Utilization{98, 49}));
+  EXPECT_EQ(after.devices[0].memory.value->used_bytes, before.devices[0].memory.value->used_bytes * 2);
+  EXPECT_EQ(after.devices[0].temperature.value, before.devices[0].temperature.value);  // not in the stage
+  EXPECT_EQ(at("not a number").devices[0].utilization.value, (Utilization{12, 6}));    // counts as 0
+  std::filesystem::remove(clock);
 }
 
 TEST(Collector, NoDriverKeepsNvmlStatus) {

@@ -30,6 +30,7 @@
 
 #include "base/json.h"
 #include "gpu/nvml_types.h"
+#include "timeline.h"
 
 using gpuhost::json::Value;
 using namespace gpuhost::gpu::nvml;
@@ -37,6 +38,7 @@ using namespace gpuhost::gpu::nvml;
 namespace {
 
 constexpr const char* k_scenario_env = "GPUHOST_FAKE_NVML_SCENARIO";
+constexpr const char* k_clock_env = "GPUHOST_FAKE_NVML_CLOCK";  // a file holding the fake clock's seconds
 
 // The process environment, not the C runtime's copy: on Windows the tests set variables with
 // SetEnvironmentVariableW, which msvcrt's getenv does not see.
@@ -53,6 +55,7 @@ std::string read_env(const char* name) {
 
 struct Device {
   Value data;                          // the scenario's object for this device
+  fake_nvml::Timeline timeline;        // its values over time (stage 0: `data`)
   unsigned long long field_reads = 0;  // nvmlDeviceGetFieldValues calls: the fake's clock for counters
 };
 
@@ -76,6 +79,13 @@ std::vector<std::unique_ptr<EventSet>> g_event_sets;
 std::condition_variable g_event_arrived;  // waits on g_mutex
 std::vector<std::unique_ptr<GpmSample>> g_gpm_samples;
 unsigned long long g_gpm_sequence = 0;
+std::string g_clock_file;  // GPUHOST_FAKE_NVML_CLOCK at load
+double g_loaded_at = 0;    // steady seconds when the scenario was loaded
+
+// The device's values now, on the fake clock.
+const Value& current(const Device& device) {
+  return device.timeline.at(fake_nvml::fake_clock_seconds(g_clock_file, g_loaded_at));
+}
 
 EventSet* find_event_set(nvmlEventSet_t set) {
   for (auto& s : g_event_sets)
@@ -120,7 +130,19 @@ bool load_scenario() {
   }
   g_scenario = std::move(*parsed);
   if (const Value* list = g_scenario.find("devices"))
-    for (const auto& d : list->items()) g_devices.push_back(Device{d});
+    for (const auto& d : list->items()) {
+      Device device;
+      device.data = d;
+      std::string problem;
+      if (!fake_nvml::Timeline::build(d, device.timeline, problem)) {
+        g_load_error = "scenario " + path + ": device " + std::to_string(g_devices.size()) + ": " + problem;
+        g_devices.clear();
+        return false;
+      }
+      g_devices.push_back(std::move(device));
+    }
+  g_clock_file = read_env(k_clock_env);
+  g_loaded_at = fake_nvml::steady_seconds();
   return true;
 }
 
@@ -162,7 +184,7 @@ nvmlReturn_t begin_device(std::string_view function, nvmlDevice_t handle, const 
   nvmlReturn_t forced;
   if (forced_error(device->data.find("errors"), function, forced)) return forced;
   if (forced_error(g_scenario.find("errors"), function, forced)) return forced;
-  out = &device->data;
+  out = &current(*device);
   return NVML_SUCCESS;
 }
 
@@ -983,7 +1005,7 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* request) {
   if (!first || !second || !first->device || first->device != second->device ||
       first->sequence >= second->sequence || request->numMetrics > NVML_GPM_METRIC_MAX)
     return NVML_ERROR_INVALID_ARGUMENT;
-  const Value* metrics = at(&first->device->data, {"gpm", "metrics"});
+  const Value* metrics = at(&current(*first->device), {"gpm", "metrics"});
   for (unsigned i = 0; i < request->numMetrics; ++i) {
     nvmlGpmMetric_t& m = request->metrics[i];
     const char* key = gpm_metric_key(m.metricId);

@@ -58,7 +58,7 @@ class AdviseTestCase(RunTestCase):
         return json.loads(proc.stdout)
 
 
-@unittest.skipIf(IS_WINDOWS_BUILD, "the trainer's threads are read on Linux (UnseenOnWindows in test_run_windows)")
+@unittest.skipIf(IS_WINDOWS_BUILD, "the trainer's threads are read on Linux (WindowsAdvice in test_run_windows: the GPU side only)")
 @needs(torch_available(), "Debian's python3-torch for /usr/bin/python3")
 class InputBound(AdviseTestCase):
     def test_main_thread_loading_with_a_waiting_gpu_is_input_bound_with_the_num_workers_fix(self):
@@ -181,6 +181,29 @@ class AdviceInRun(AdviseTestCase):
         status = job.status()
         self.assertEqual(status["advice"]["last_run_step_seconds"], last_step_seconds, status["advice"])
         self.assertIn("(last run ", job.gpuhost("status", job.name).stdout)
+
+    def test_the_verdict_goes_when_the_gpu_stops_waiting(self):
+        # The fake NVML's timeline: the GPU waits (12 % busy) until 100 s on the fake clock, then
+        # computes (98 %); the test moves the clock once the first verdict is journalled.
+        job = Job(self, "advice-fixed")
+        clock = os.path.join(job.dir, "nvml-clock")
+        with open(clock, "w") as f:
+            f.write("0")
+        env = dict(scenario_env("a100_input_fixed_at_100s"), GPUHOST_FAKE_NVML_CLOCK=clock)
+        proc = job.start(["--advise", "2"], [TORCH_PYTHON, INPUT_TRAINER, "--workers", "0"], env=env)
+        self.addCleanup(self.stop, proc)
+        self.wait_for_advice(job, proc, lambda r: [f["id"] for f in r["findings"]] == ["input_bound"],
+                             "an input_bound advice record")
+        start = len(job.records("advice"))
+        with open(clock, "w") as f:
+            f.write("150")
+        # The window that straddles the change may still see a waiting GPU; the next one does not.
+        self.wait_for_advice(job, proc, lambda r: r["findings"] == [], "advice without findings after the change", start)
+        status = job.status()
+        self.assertEqual(status["advice"]["findings"], [], status["advice"])
+        events = job.gpuhost("status", job.name, "--events", "0").stdout
+        self.assertIn("advice: verdict input_bound (GPU 0)", events)
+        self.assertIn("advice: no finding", events)
 
     def test_a_compute_bound_trainer_with_a_busy_gpu_gets_advice_without_findings(self):
         job = Job(self, "advice-compute")

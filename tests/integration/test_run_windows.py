@@ -338,5 +338,28 @@ class WindowsGpuAssignment(unittest.TestCase):
         self.assertFalse(os.path.exists(refused.job_dir))
 
 
+@unittest.skipUnless(IS_WINDOWS_BUILD, "Windows build (gpuhost.exe under Wine)")
+@needs(NATIVE_TRAINER, "GPUHOST_NATIVE_TRAINER (CTest sets it to the built tests/native_trainer)")
+class WindowsAdvice(unittest.TestCase):
+    """The advisor inside gpuhost.exe run: nvml.dll (the fake) gives the GPU side; the trainer's
+    threads are not read on Windows, and the advice says so instead of guessing a cause."""
+
+    def test_the_advisor_judges_the_gpu_and_says_the_threads_are_unseen(self):
+        job = WinJob(self, "advice")
+        env = scenario_env("a100_waiting_for_input")
+        proc = wine(job.argv(["--advise", "1"], job.trainer(100, every=0, step_time_ms=50)), env=env, timeout=180)
+        self.assertEqual(proc.returncode, 0, proc.stderr + job.summary())
+        advice = job.records("advice")
+        self.assertTrue(advice, "no advice record in a 5 s run with --advise 1:" + job.summary())
+        first = advice[0]
+        self.assertEqual(first["gpus_seen"], 1, first)
+        self.assertIn("Linux only", first["host_unseen"])
+        self.assertEqual([(f["id"], f["strength"], f["gpu"]) for f in first["findings"]], [("gpu_waiting", "hint", 0)])
+        status = wine([BIN, "status", job.name, "--jobs-dir", host_path(job.jobs), "--json", "--events", "0"])
+        self.assertEqual(status.returncode, 0, status.stderr)
+        self.assertEqual([f["id"] for f in json.loads(status.stdout)["advice"]["findings"]], ["gpu_waiting"])
+        self.assertIn("Linux only", json.loads(status.stdout)["advice"]["unseen"])
+
+
 if __name__ == "__main__":
     unittest.main()
