@@ -393,6 +393,19 @@ TEST(Collector, MalformedScenarioFailsInitCleanly) {
   EXPECT_NE(s.error->message.find("fake NVML: scenario"), std::string::npos) << s.error->message;
 }
 
+TEST(Collector, FakeNvmlTimelineOutOfOrderFailsInitWithTheReason) {
+  const auto path = std::filesystem::temp_directory_path() / "gpuhost-fake-nvml-bad-timeline.json";
+  std::ofstream(path) << R"({"devices": [{"name": "x", "timeline": [{"at_s": 5}, {"at_s": 1}]}]})";
+  platform::ScopedEnv scenario(testing::k_scenario_env, path.string());
+  platform::ScopedEnv library(k_nvml_library_env, k_fake_nvml);
+  const GpuSnapshot s = take_snapshot();
+  EXPECT_FALSE(s.available);
+  ASSERT_TRUE(s.error);
+  EXPECT_NE(s.error->message.find("device 0: each \"timeline\" entry needs \"at_s\""), std::string::npos)
+      << s.error->message;
+  std::filesystem::remove(path);
+}
+
 TEST(Collector, MissingScenarioFileFailsInitCleanly) {
   GpuSnapshot s = snapshot_of("does_not_exist");
   EXPECT_FALSE(s.available);
