@@ -15,6 +15,8 @@ packages=(
   g++-mingw-w64-x86-64-posix mingw-w64-tools wine wine64
   # test parts: Debian's PyTorch for real trainers, tmux for terminal tests
   python3 python3-torch tmux procps iproute2
+  # an independent YAML reader: what gpuhost mig export writes must load as mig-parted's files do
+  python3-yaml
   # gpuhost setup: a real venv in its end-to-end test; sh -n and shellcheck on its scripts
   python3-venv shellcheck
   # a real two-node Slurm on 127.0.0.1 (tests/integration/slurm_cluster.py); started by the test

@@ -30,6 +30,8 @@ const std::array k_commands = {
     Command{"advise",
             "watch a running job and say what limits it (input, memory, clocks, precision), with the fix",
             k_advise_help, run_advise},
+    Command{"mig", "split GPUs into MIG instances from mig-parted files: apply, assert, export, list",
+            k_mig_help, run_mig},
     Command{"verify", "validate checkpoint files and directories as gpuhost run does", k_verify_help,
             run_verify},
     Command{"ckpt", "list, verify, pull, push and prune checkpoints in object storage (gpuhost run --remote)",

@@ -25,6 +25,9 @@ int run_status(CommandContext& context);
 extern const char k_advise_help[];
 int run_advise(CommandContext& context);
 
+extern const char k_mig_help[];
+int run_mig(CommandContext& context);
+
 extern const char k_verify_help[];
 int run_verify(CommandContext& context);
 

@@ -7,6 +7,8 @@
 #include "base/strings.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/gpu_claims.h"
+#include "platform/process.h"
 #include "cli/job_render.h"
 #include "cli/jobs_dir.h"
 #include "gpu/assignment.h"
@@ -55,10 +57,13 @@ Job:
                          one file it rewrites in place (weights/last.pt)
   --workdir DIR          the trainer's working directory (default: the current one)
   --env NAME=VALUE       extra environment for the trainer (repeatable)
-  --gpu LIST             the GPUs this job may use: NVML indices (0,1), GPU-<uuid>, or one
-                         MIG-<uuid> slice; the trainer gets CUDA_VISIBLE_DEVICES with their
-                         UUIDs (kept in the job). Refused: GPUs the host lacks, two MIG slices
-                         (a CUDA process sees one), MIG on Windows
+  --gpu LIST             the GPUs this job may use: NVML indices (0,1), GPU-<uuid>, one
+                         MIG-<uuid> slice, or mig:<profile> (a free slice of that profile,
+                         e.g. mig:1g.10gb: none with a process on it, none another gpuhost run
+                         holds); the trainer gets CUDA_VISIBLE_DEVICES with their UUIDs (kept in
+                         the job). Refused: GPUs the host lacks, two MIG slices (a CUDA process
+                         sees one), every slice of the profile taken (the holders are named),
+                         MIG on Windows. gpuhost mig apply makes the slices
   --keep K               keep the newest K committed checkpoints, delete older ones
                          (default: keep all; pinned ones are always kept)
   --settle SECONDS       a checkpoint must stay unchanged this long before it is
@@ -208,6 +213,7 @@ Examples:
   # GPU 1 only (the trainer gets its UUID in CUDA_VISIBLE_DEVICES), or one MIG slice
   gpuhost run --gpu 1 --checkpoints ckpt -- python train.py
   gpuhost run --gpu MIG-4f2c... --checkpoints ckpt -- python train.py
+  gpuhost run --gpu mig:3g.40gb --checkpoints ckpt -- python train.py   # any free 3g.40gb slice
   # rehearse a spot reclaim with 30 s notice, then resume
   gpuhost run --checkpoints ckpt --drill preempt@20 -- python train.py --resume {resume}; gpuhost run --checkpoints ckpt -- python train.py --resume {resume}
 )";
@@ -291,9 +297,16 @@ struct DashboardSpec {
   std::string token;  // empty: none (loopback only)
 };
 
+// --gpu mig:<profile> or MIG-<uuid>: the slices that may be taken, one claimed as the job starts.
+struct MigChoice {
+  std::string request;
+  std::vector<gpu::GpuAssignment::Device> candidates;
+};
+
 struct RunOptions {
   supervise::SupervisorOptions supervisor;
   std::vector<std::string> gpu_lines;  // what --gpu chose, for the console
+  std::optional<MigChoice> mig_choice;
   bool quiet = false;
   bool remote_optional = false;
   std::optional<DashboardSpec> dashboard;
@@ -431,15 +444,26 @@ Result<RunOptions> parse_run_options(const ParsedArgs& p, std::vector<std::strin
     if (auto given = supervise::spec_environment_value(spec, "CUDA_VISIBLE_DEVICES"))
       return std::unexpected(
           usage("--gpu and --env CUDA_VISIBLE_DEVICES=" + *given + " both choose the GPUs: give one"));
-    auto assigned =
-        gpu::assign_gpus(*v, gpu::take_snapshot(), platform::current_os() == platform::OsFamily::windows);
-    if (!assigned) return std::unexpected(usage(assigned.error().message));
-    spec.environment.emplace_back("CUDA_VISIBLE_DEVICES", assigned->visible_devices());
-    std::string chosen;
-    for (const auto& d : assigned->devices) chosen += (chosen.empty() ? "" : ", ") + d.label;
-    options.gpu_lines.push_back("this job uses " + chosen +
-                                " (CUDA_VISIBLE_DEVICES=" + assigned->visible_devices() + ")");
-    options.gpu_lines.insert(options.gpu_lines.end(), assigned->notes.begin(), assigned->notes.end());
+    const bool windows = platform::current_os() == platform::OsFamily::windows;
+    if (v->starts_with("mig:")) {
+      auto slices = gpu::free_mig_slices(v->substr(4), gpu::take_snapshot(), windows);
+      if (!slices) return std::unexpected(usage(slices.error().message));
+      options.mig_choice = MigChoice{*v, std::move(*slices)};
+    } else {
+      auto assigned = gpu::assign_gpus(*v, gpu::take_snapshot(), windows);
+      if (!assigned) return std::unexpected(usage(assigned.error().message));
+      if (assigned->devices.size() == 1 && assigned->devices[0].uuid.starts_with("MIG-")) {
+        // One slice: claimed when the job starts, so that two runs never share it.
+        options.mig_choice = MigChoice{*v, assigned->devices};
+      } else {
+        spec.environment.emplace_back("CUDA_VISIBLE_DEVICES", assigned->visible_devices());
+        std::string chosen;
+        for (const auto& d : assigned->devices) chosen += (chosen.empty() ? "" : ", ") + d.label;
+        options.gpu_lines.push_back("this job uses " + chosen + " (CUDA_VISIBLE_DEVICES=" + assigned->visible_devices() +
+                                    ")");
+      }
+      options.gpu_lines.insert(options.gpu_lines.end(), assigned->notes.begin(), assigned->notes.end());
+    }
   }
   if (p.has("--keep")) spec.keep = GPUHOST_TRY(int_flag(p, "--keep", 0, 100000));
   if (p.has("--settle")) spec.settle = GPUHOST_TRY(duration_flag(p, "--settle"));
@@ -618,6 +642,21 @@ int run_run(CommandContext& context) {
     }
   }
   if (!restart_note.empty()) std::cerr << style.dim("gpuhost: ") << restart_note << "\n" << std::flush;
+  // A MIG slice is claimed last, after every other check, and held until this run ends.
+  std::optional<GpuClaim> mig_claim;
+  if (options->mig_choice) {
+    const auto& spec = options->supervisor.spec;
+    const std::string owner = (spec.name.empty() ? "a job on " + spec.checkpoint_location.string() : "job " + spec.name) +
+                              ", pid " + std::to_string(platform::current_process_id());
+    auto claimed = claim_mig_slice(options->supervisor.jobs_root, options->mig_choice->candidates,
+                                   options->mig_choice->request, owner);
+    if (!claimed)
+      return report_error(context.err, claimed.error().message, "", claimed.error().code == ErrorCode::invalid_argument ? k_exit_usage : k_exit_error);
+    options->supervisor.spec.environment.emplace_back("CUDA_VISIBLE_DEVICES", claimed->device.uuid);
+    options->gpu_lines.insert(options->gpu_lines.begin(), "this job uses " + claimed->device.label +
+                                                               " (CUDA_VISIBLE_DEVICES=" + claimed->device.uuid + ")");
+    mig_claim.emplace(std::move(*claimed));
+  }
   for (const auto& line : options->gpu_lines)
     std::cerr << style.dim("gpuhost: ") << line << "\n" << std::flush;
   std::mutex console;

@@ -33,4 +33,12 @@ struct GpuAssignment {
 [[nodiscard]] Result<GpuAssignment> assign_gpus(std::string_view spec, const GpuSnapshot& snapshot,
                                                 bool windows);
 
+// The slices `gpuhost run --gpu mig:<profile>` may take: the MIG devices of that profile on which
+// NVML lists no compute process, in NVML order (GPU, then slot). Refused with the reason and the
+// fix: MIG on Windows; a profile no GPU of this host has (naming those it has); every slice of it
+// busy (naming the PIDs). Which of them another gpuhost run holds is the caller's to check
+// (cli/gpu_claims.h): a CUDA process shows in NVML only once it has a context.
+[[nodiscard]] Result<std::vector<GpuAssignment::Device>> free_mig_slices(std::string_view profile,
+                                                                         const GpuSnapshot& snapshot, bool windows);
+
 }  // namespace gpuhost::gpu

@@ -77,6 +77,46 @@ TEST(AssignGpus, OneMigSliceAloneAndOnlyWhereMigIsOn) {
   EXPECT_NE(refused("MIG-a,0", host(2, true)).find("DDP across slices cannot work"), std::string::npos);
   EXPECT_NE(refused("MIG-a", host(2, false)).find("no GPU of this host has MIG mode on"), std::string::npos);
   EXPECT_NE(refused("MIG-a", host(1, true), true).find("MIG is supported on Linux only"), std::string::npos);
+  EXPECT_EQ(a->notes, (std::vector<std::string>{
+                          "MIG-4f2c is not checked: NVML could not list this host's MIG devices"}));
+}
+
+TEST(AssignGpus, MigUuidsAreCheckedAgainstTheListedSlices) {
+  GpuSnapshot s = host(1, true);
+  s.devices[0].mig_devices.value = std::vector<MigDevice>{
+      {0, "MIG-aaaa", "NVIDIA A100-SXM4-80GB MIG 3g.40gb", "3g.40gb", 2, 0, std::nullopt, {}},
+      {1, "MIG-bbbb", "NVIDIA A100-SXM4-80GB MIG 1g.10gb", "1g.10gb", 9, 0, std::nullopt, {}}};
+  auto a = assign_gpus("MIG-bbbb", s, false);
+  ASSERT_TRUE(a.has_value()) << a.error().message;
+  EXPECT_EQ(a->visible_devices(), "MIG-bbbb");
+  EXPECT_EQ(a->devices[0].label, "MIG 1g.10gb on GPU 0 (instance 9)");
+  EXPECT_TRUE(a->notes.empty());
+  EXPECT_EQ(refused("MIG-cccc", s), "--gpu MIG-cccc: no MIG device with that UUID; this host has MIG-aaaa (MIG "
+                                    "3g.40gb on GPU 0 (instance 2)), MIG-bbbb (MIG 1g.10gb on GPU 0 (instance 9))");
+  s.devices[0].mig_devices.value->clear();
+  EXPECT_NE(refused("MIG-aaaa", s).find("have no MIG device yet"), std::string::npos);
+}
+
+// mig:<profile>: the slices of that profile with no process, in order; each refusal says why.
+TEST(FreeMigSlices, PicksIdleSlicesOfTheProfileAndSaysWhyWhenNone) {
+  GpuSnapshot s = host(1, true);
+  s.devices[0].mig_devices.value = std::vector<MigDevice>{
+      {0, "MIG-a", "A100 MIG 1g.10gb", "1g.10gb", 3, 0, std::nullopt, {4242}},
+      {1, "MIG-b", "A100 MIG 1g.10gb", "1g.10gb", 4, 0, std::nullopt, {}},
+      {2, "MIG-c", "A100 MIG 3g.40gb", "3g.40gb", 2, 0, std::nullopt, {}}};
+  auto free = free_mig_slices("1g.10gb", s, false);
+  ASSERT_TRUE(free) << free.error().message;
+  ASSERT_EQ(free->size(), 1u);
+  EXPECT_EQ((*free)[0].uuid, "MIG-b");
+  EXPECT_EQ((*free)[0].label, "MIG 1g.10gb on GPU 0 (instance 4)");
+  s.devices[0].mig_devices.value->at(1).compute_pids = {7};
+  EXPECT_EQ(free_mig_slices("1g.10gb", s, false).error().message,
+            "--gpu mig:1g.10gb: every 1g.10gb slice has a process on it: MIG-a (PID 4242), MIG-b (PID 7); wait for "
+            "one to end, or make more with gpuhost mig apply");
+  EXPECT_EQ(free_mig_slices("2g.20gb", s, false).error().message,
+            "--gpu mig:2g.20gb: no slice of that profile; this host has 1g.10gb, 3g.40gb");
+  EXPECT_NE(free_mig_slices("1g.10gb", s, true).error().message.find("Linux only"), std::string::npos);
+  EXPECT_NE(free_mig_slices("1g.10gb", host(1, false), false).error().message.find("no MIG slice"), std::string::npos);
 }
 
 }  // namespace

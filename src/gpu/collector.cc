@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "gpu/mig_devices.h"
 #include "gpu/nvml_errors.h"
 
 namespace gpuhost::gpu {
@@ -103,6 +104,7 @@ class DeviceReader {
     read_remapped_rows();
     read_pcie();
     read_modes();
+    read_mig_devices();
     read_vgpu_license();
     read_thermal_and_clocks();
     read_activity();
@@ -181,22 +183,19 @@ class DeviceReader {
   }
 
   void read_memory() {
-    nvmlReturn_t status = NVML_ERROR_FUNCTION_NOT_FOUND;
     MemoryState memory;
-    if (m_f.device_get_memory_info_v2) {
-      nvmlMemory_v2_t m{};
-      m.version = nvmlMemory_v2;
-      status = call(m_f.device_get_memory_info_v2, &m);
-      if (status == NVML_SUCCESS) memory = {m.total, m.used, m.free, m.reserved};
-    }
-    // A driver may export _v2 yet reject this struct version; v1 still answers without `reserved`.
-    if ((status == NVML_ERROR_ARGUMENT_VERSION_MISMATCH || status == NVML_ERROR_FUNCTION_NOT_FOUND) &&
-        m_f.device_get_memory_info) {
-      nvmlMemory_t m{};
-      status = call(m_f.device_get_memory_info, &m);
-      if (status == NVML_SUCCESS) memory = {m.total, m.used, m.free, 0};
-    }
+    nvmlReturn_t status = m_device.lost ? NVML_ERROR_GPU_IS_LOST : read_memory_state(m_f, m_handle, memory);
+    if (status == NVML_ERROR_GPU_IS_LOST) m_device.lost = true;
     set(m_device.memory, status, memory);
+  }
+
+  // The slices CUDA sees in MIG mode (gpu/mig_devices.h); not attempted otherwise.
+  void read_mig_devices() {
+    if (m_device.lost || !m_device.mig.value || !m_device.mig.value->current) return;
+    std::vector<MigDevice> devices;
+    const nvmlReturn_t status = gpu::read_mig_devices(m_f, m_handle, devices);
+    if (status == NVML_ERROR_GPU_IS_LOST) m_device.lost = true;
+    set(m_device.mig_devices, status, std::move(devices));
   }
 
   void read_ecc() {

@@ -127,6 +127,35 @@ TEST(Collector, FakeNvmlTimelineFollowsTheFakeClock) {
   std::filesystem::remove(clock);
 }
 
+// MIG mode current: each MIG device through its own handle (uuid, name, profile, instance ids,
+// memory); the GPU's utilisation is NOT_SUPPORTED, as NVML answers in MIG mode.
+TEST(Collector, MigDevicesAreListedWithProfileInstanceAndMemory) {
+  const GpuSnapshot s = snapshot_of("a100_80gb_mig_all_balanced");
+  ASSERT_EQ(s.devices.size(), 1u);
+  const GpuDevice& d = s.devices[0];
+  EXPECT_EQ(d.mig.value, (MigState{true, true}));
+  expect_issue(d.utilization, 3, "utilization");
+  ASSERT_TRUE(d.mig_devices.value) << (d.mig_devices.issue ? d.mig_devices.issue->message : "unattempted");
+  const auto& list = *d.mig_devices.value;
+  ASSERT_EQ(list.size(), 4u);
+  EXPECT_EQ(list[0].uuid, "MIG-6e2fa3b1-5c0d-5b7e-9f41-0a8d2e61c3a7");
+  EXPECT_EQ(list[0].name, "NVIDIA A100-SXM4-80GB MIG 3g.40gb");
+  EXPECT_EQ(list[0].profile, "3g.40gb");
+  EXPECT_EQ(list[0].gpu_instance_id, 2u);
+  EXPECT_EQ(list[0].compute_instance_id, 0u);
+  ASSERT_TRUE(list[0].memory);
+  EXPECT_EQ(list[0].memory->total_bytes, 40192 * k_mib);
+  EXPECT_EQ(list[0].memory->used_bytes, 31000 * k_mib);
+  std::vector<std::string> profiles;
+  for (const auto& m : list) profiles.push_back(m.profile);
+  EXPECT_EQ(profiles, (std::vector<std::string>{"3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"}));
+  EXPECT_EQ(list[3].slot, 3u);
+  EXPECT_EQ(list[3].gpu_instance_id, 10u);
+  // Not in MIG mode: not attempted.
+  const auto& off = snapshot_of("a100_sxm4_80gb_x8").devices[0].mig_devices;
+  EXPECT_FALSE(off.value || off.issue);
+}
+
 TEST(Collector, NoDriverKeepsNvmlStatus) {
   GpuSnapshot s = snapshot_of("no_driver");
   EXPECT_FALSE(s.available);

@@ -20,7 +20,7 @@ inline constexpr const char* k_scenario_env = "GPUHOST_FAKE_NVML_SCENARIO";
 inline constexpr const char* k_scenarios[] = {
     "a100_sxm4_80gb_x8", "t4_windows_wddm", "h100_pending_row_remap", "pcie_x8_gen3",      "no_driver",
     "driver_mismatch",   "vgpu_unlicensed", "vgpu_licensed",          "mig_pending_reset", "gpu_lost",
-    "thermal_slowdown",  "eight_h100",      "mid_scrape_error",
+    "thermal_slowdown",  "eight_h100",      "mid_scrape_error",       "a100_80gb_mig_all_balanced",
 };
 
 inline std::string scenario_path(const std::string& name) {

@@ -156,7 +156,25 @@ void NvmlLibrary::resolve() {
   resolve_one(lib, f.device_get_driver_model, {"nvmlDeviceGetDriverModel_v2", "nvmlDeviceGetDriverModel"},
               miss);
   resolve_one(lib, f.device_get_mig_mode, {"nvmlDeviceGetMigMode"}, miss);
+  resolve_one(lib, f.device_get_max_mig_device_count, {"nvmlDeviceGetMaxMigDeviceCount"}, miss);
+  resolve_one(lib, f.device_get_mig_device_handle_by_index, {"nvmlDeviceGetMigDeviceHandleByIndex"}, miss);
+  resolve_one(lib, f.device_get_gpu_instance_id, {"nvmlDeviceGetGpuInstanceId"}, miss);
+  resolve_one(lib, f.device_get_compute_instance_id, {"nvmlDeviceGetComputeInstanceId"}, miss);
   resolve_one(lib, f.device_get_virtualization_mode, {"nvmlDeviceGetVirtualizationMode"}, miss);
+
+  std::vector<std::string> management;  // optional: gpu/mig_manager.h names what it lacks
+  resolve_one(lib, f.device_set_mig_mode, {"nvmlDeviceSetMigMode"}, management);
+  resolve_one(lib, f.device_get_gpu_instance_profile_info, {"nvmlDeviceGetGpuInstanceProfileInfo"}, management);
+  resolve_one(lib, f.device_get_gpu_instance_profile_info_v, {"nvmlDeviceGetGpuInstanceProfileInfoV"}, management);
+  resolve_one(lib, f.device_create_gpu_instance, {"nvmlDeviceCreateGpuInstance"}, management);
+  resolve_one(lib, f.device_get_gpu_instances, {"nvmlDeviceGetGpuInstances"}, management);
+  resolve_one(lib, f.gpu_instance_get_info, {"nvmlGpuInstanceGetInfo"}, management);
+  resolve_one(lib, f.gpu_instance_destroy, {"nvmlGpuInstanceDestroy"}, management);
+  resolve_one(lib, f.gpu_instance_get_compute_instance_profile_info,
+              {"nvmlGpuInstanceGetComputeInstanceProfileInfo"}, management);
+  resolve_one(lib, f.gpu_instance_create_compute_instance, {"nvmlGpuInstanceCreateComputeInstance"}, management);
+  resolve_one(lib, f.gpu_instance_get_compute_instances, {"nvmlGpuInstanceGetComputeInstances"}, management);
+  resolve_one(lib, f.compute_instance_destroy, {"nvmlComputeInstanceDestroy"}, management);
 
   std::vector<std::string> grid_missing;
   if (resolve_one(lib, f.device_get_grid_licensable_features_v4, {"nvmlDeviceGetGridLicensableFeatures_v4"},

@@ -62,7 +62,25 @@ struct NvmlFunctions {
   nvml::nvmlDeviceGetComputeMode_fn device_get_compute_mode = nullptr;
   nvml::nvmlDeviceGetDriverModel_fn device_get_driver_model = nullptr;  // _v2, plain
   nvml::nvmlDeviceGetMigMode_fn device_get_mig_mode = nullptr;
+  nvml::nvmlDeviceGetUint_fn device_get_max_mig_device_count = nullptr;
+  nvml::nvmlDeviceGetMigDeviceHandleByIndex_fn device_get_mig_device_handle_by_index = nullptr;
+  nvml::nvmlDeviceGetUint_fn device_get_gpu_instance_id = nullptr;
+  nvml::nvmlDeviceGetUint_fn device_get_compute_instance_id = nullptr;
   nvml::nvmlDeviceGetVirtualizationMode_fn device_get_virtualization_mode = nullptr;
+
+  // MIG management (gpu/mig_manager.h): not counted in missing_symbols, since only `gpuhost mig`
+  // needs them and it names the one it lacks.
+  nvml::nvmlDeviceSetMigMode_fn device_set_mig_mode = nullptr;
+  nvml::nvmlDeviceGetGpuInstanceProfileInfo_fn device_get_gpu_instance_profile_info = nullptr;
+  nvml::nvmlDeviceGetGpuInstanceProfileInfoV_fn device_get_gpu_instance_profile_info_v = nullptr;
+  nvml::nvmlDeviceCreateGpuInstance_fn device_create_gpu_instance = nullptr;
+  nvml::nvmlDeviceGetGpuInstances_fn device_get_gpu_instances = nullptr;
+  nvml::nvmlGpuInstanceGetInfo_fn gpu_instance_get_info = nullptr;
+  nvml::nvmlGpuInstanceDestroy_fn gpu_instance_destroy = nullptr;
+  nvml::nvmlGpuInstanceGetComputeInstanceProfileInfo_fn gpu_instance_get_compute_instance_profile_info = nullptr;
+  nvml::nvmlGpuInstanceCreateComputeInstance_fn gpu_instance_create_compute_instance = nullptr;
+  nvml::nvmlGpuInstanceGetComputeInstances_fn gpu_instance_get_compute_instances = nullptr;
+  nvml::nvmlComputeInstanceDestroy_fn compute_instance_destroy = nullptr;
 
   // nvmlDeviceGetGridLicensableFeatures_v4, _v3, _v2, plain: each has its own struct layout, so
   // exactly one of these is set (the newest the library exports), named by the version.

@@ -149,6 +149,10 @@ TEST(NvmlLibrary, MinimalLibraryListsMissingSymbolsAndUsesPlainNames) {
                                                          "nvmlDeviceGetComputeMode",
                                                          "nvmlDeviceGetDriverModel_v2",
                                                          "nvmlDeviceGetMigMode",
+                                                         "nvmlDeviceGetMaxMigDeviceCount",
+                                                         "nvmlDeviceGetMigDeviceHandleByIndex",
+                                                         "nvmlDeviceGetGpuInstanceId",
+                                                         "nvmlDeviceGetComputeInstanceId",
                                                          "nvmlDeviceGetVirtualizationMode",
                                                          "nvmlDeviceGetGridLicensableFeatures_v4",
                                                          "nvmlDeviceGetCurrentClocksEventReasons",
@@ -203,6 +207,8 @@ TEST(NvmlLibrary, LegacyLibraryUsesOlderNamesAndLayouts) {
   ASSERT_TRUE(nvml.initialized());
   EXPECT_EQ(nvml.missing_symbols(),
             (std::vector<std::string>{"nvmlDeviceGetRemappedRows", "nvmlDeviceGetGpuMaxPcieLinkGeneration",
+                                      "nvmlDeviceGetMaxMigDeviceCount", "nvmlDeviceGetMigDeviceHandleByIndex",
+                                      "nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetComputeInstanceId",
                                       "nvmlGpmQueryDeviceSupport", "nvmlGpmSampleAlloc", "nvmlGpmSampleFree",
                                       "nvmlGpmSampleGet", "nvmlGpmMetricsGet"}));
   // Plain process lists (nvmlProcessInfo_v1_t) and the plain event wait.

@@ -338,6 +338,74 @@ struct nvmlGpmSupport_t {
   unsigned int isSupportedDevice;
 };
 
+// MIG management (nvml.h, "Multi Instance GPU Management"; Linux only, privileged). GPU instance
+// profiles are addressed by NVML_GPU_INSTANCE_PROFILE_* (an index, 0.. below the count); the
+// profile's `id` is what nvidia-smi mig -lgip shows and what create takes, and differs by SKU.
+struct nvmlGpuInstance_st;
+using nvmlGpuInstance_t = nvmlGpuInstance_st*;
+struct nvmlComputeInstance_st;
+using nvmlComputeInstance_t = nvmlComputeInstance_st*;
+// NVML_GPU_INSTANCE_PROFILE_1_SLICE 0, _2_SLICE 1, _3_SLICE 2, _4_SLICE 3, _7_SLICE 4, _8_SLICE 5,
+// _6_SLICE 6, _1_SLICE_REV1 7 (+me), _2_SLICE_REV1 8 (+me), _1_SLICE_REV2 9 (1g with twice the
+// memory), then the GFX / NO_ME / ALL_ME variants of newer drivers up to 16.
+inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_COUNT = 17;
+// NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE 0, _2_SLICE 1, _3_SLICE 2, _4_SLICE 3, _7_SLICE 4,
+// _8_SLICE 5, _6_SLICE 6, _1_SLICE_REV1 7.
+inline constexpr unsigned int NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED = 0;
+struct nvmlGpuInstancePlacement_t {
+  unsigned int start;
+  unsigned int size;
+};
+struct nvmlGpuInstanceProfileInfo_t {
+  unsigned int id;
+  unsigned int isP2pSupported;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB;
+};
+// nvmlDeviceGetGpuInstanceProfileInfoV: the same with a version first and the profile's name
+// ("MIG 1g.10gb") last.
+struct nvmlGpuInstanceProfileInfo_v2_t {
+  unsigned int version;  // nvmlGpuInstanceProfileInfo_v2
+  unsigned int id;
+  unsigned int isP2pSupported;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB;
+  char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+};
+inline constexpr unsigned int nvmlGpuInstanceProfileInfo_v2 =
+    static_cast<unsigned int>(sizeof(nvmlGpuInstanceProfileInfo_v2_t)) | (2u << 24);
+struct nvmlGpuInstanceInfo_t {
+  nvmlDevice_t device;
+  unsigned int id;
+  unsigned int profileId;
+  nvmlGpuInstancePlacement_t placement;
+};
+struct nvmlComputeInstanceProfileInfo_t {
+  unsigned int id;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+};
+
 // nvmlClocksEventReason* bit masks live in gpu/snapshot.h (namespace clocks_event).
 
 // Sizes computed by hand from the declarations in nvml.h (x86-64, natural alignment). A mismatch
@@ -358,6 +426,11 @@ static_assert(sizeof(nvmlGridLicensableFeatures_v2_t) == 800);
 static_assert(sizeof(nvmlGridLicensableFeatures_v1_t) == 416);
 static_assert(sizeof(nvmlReturn_t) == 4 && sizeof(nvmlEnableState_t) == 4 && sizeof(nvmlDriverModel_t) == 4);
 static_assert(sizeof(nvmlValue_t) == 8);
+static_assert(sizeof(nvmlGpuInstanceProfileInfo_t) == 48);
+static_assert(sizeof(nvmlGpuInstanceProfileInfo_v2_t) == 152);
+static_assert(offsetof(nvmlGpuInstanceProfileInfo_v2_t, memorySizeMB) == 48);
+static_assert(sizeof(nvmlGpuInstanceInfo_t) == 24);
+static_assert(sizeof(nvmlComputeInstanceProfileInfo_t) == 36);
 static_assert(sizeof(nvmlFieldValue_t) == 40);
 static_assert(offsetof(nvmlFieldValue_t, valueType) == 24);
 static_assert(offsetof(nvmlFieldValue_t, value) == 32);
@@ -411,6 +484,33 @@ using nvmlDeviceGetDriverModel_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlDr
                                                      nvmlDriverModel_t* pending);  // _v2, plain
 using nvmlDeviceGetMigMode_fn = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* current,
                                                  unsigned int* pending);
+// MIG device handles of a GPU in MIG mode (R450+): slot `index` of nvmlDeviceGetMaxMigDeviceCount;
+// NVML_ERROR_NOT_FOUND for an empty slot. GpuInstanceId / ComputeInstanceId are nvmlDeviceGetUint_fn.
+using nvmlDeviceGetMigDeviceHandleByIndex_fn = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int index,
+                                                                nvmlDevice_t* mig_device);
+// MIG management (Linux only; privileged).
+using nvmlDeviceSetMigMode_fn = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int mode,
+                                                 nvmlReturn_t* activation_status);
+using nvmlDeviceGetGpuInstanceProfileInfo_fn = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int profile,
+                                                                nvmlGpuInstanceProfileInfo_t* info);
+using nvmlDeviceGetGpuInstanceProfileInfoV_fn = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int profile,
+                                                                 nvmlGpuInstanceProfileInfo_v2_t* info);
+using nvmlDeviceCreateGpuInstance_fn = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int profile_id,
+                                                        nvmlGpuInstance_t* instance);
+using nvmlDeviceGetGpuInstances_fn = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int profile_id,
+                                                      nvmlGpuInstance_t* instances, unsigned int* count);
+using nvmlGpuInstanceGetInfo_fn = nvmlReturn_t (*)(nvmlGpuInstance_t instance, nvmlGpuInstanceInfo_t* info);
+using nvmlGpuInstanceDestroy_fn = nvmlReturn_t (*)(nvmlGpuInstance_t instance);
+using nvmlGpuInstanceGetComputeInstanceProfileInfo_fn =
+    nvmlReturn_t (*)(nvmlGpuInstance_t instance, unsigned int profile, unsigned int engine_profile,
+                     nvmlComputeInstanceProfileInfo_t* info);
+using nvmlGpuInstanceCreateComputeInstance_fn = nvmlReturn_t (*)(nvmlGpuInstance_t instance,
+                                                                 unsigned int profile_id,
+                                                                 nvmlComputeInstance_t* compute);
+using nvmlGpuInstanceGetComputeInstances_fn = nvmlReturn_t (*)(nvmlGpuInstance_t instance, unsigned int profile_id,
+                                                               nvmlComputeInstance_t* computes,
+                                                               unsigned int* count);
+using nvmlComputeInstanceDestroy_fn = nvmlReturn_t (*)(nvmlComputeInstance_t compute);
 using nvmlDeviceGetVirtualizationMode_fn = nvmlReturn_t (*)(nvmlDevice_t device,
                                                             nvmlGpuVirtualizationMode_t* mode);
 using nvmlDeviceGetGridLicensableFeatures_v4_fn = nvmlReturn_t (*)(nvmlDevice_t device,

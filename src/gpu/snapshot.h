@@ -103,6 +103,22 @@ struct MigState {
   friend bool operator==(const MigState&, const MigState&) = default;
 };
 
+// One MIG device (a GPU instance's compute instance) of a GPU in MIG mode, as CUDA sees it:
+// CUDA_VISIBLE_DEVICES=MIG-<uuid>. The profile is the name's suffix ("NVIDIA A100-SXM4-80GB MIG
+// 3g.40gb" -> "3g.40gb"), which is dcgm-exporter's GPU_I_PROFILE label.
+struct MigDevice {
+  unsigned slot = 0;  // index for nvmlDeviceGetMigDeviceHandleByIndex
+  std::string uuid;   // "MIG-..."
+  std::string name;
+  std::string profile;
+  std::optional<unsigned> gpu_instance_id;
+  std::optional<unsigned> compute_instance_id;
+  std::optional<MemoryState> memory;
+  std::vector<unsigned> compute_pids;  // compute processes on this slice (NVML lists them per MIG device)
+
+  friend bool operator==(const MigDevice&, const MigDevice&) = default;
+};
+
 // nvmlGpuVirtualizationMode_t: 0 NONE, 1 PASSTHROUGH, 2 VGPU, 3 HOST_VGPU, 4 HOST_VSGA.
 enum class VirtualizationMode { none = 0, passthrough = 1, vgpu = 2, host_vgpu = 3, host_vsga = 4 };
 [[nodiscard]] const char* virtualization_mode_name(VirtualizationMode mode);
@@ -248,6 +264,7 @@ struct GpuDevice {
   Reading<int> compute_mode;           // nvmlComputeMode_t
   Reading<DriverModelState> driver_model;  // Windows only
   Reading<MigState> mig;
+  Reading<std::vector<MigDevice>> mig_devices;  // attempted only with MIG mode current
   Reading<VirtualizationMode> virtualization;
   Reading<VgpuLicense> vgpu_license;
   Reading<std::uint64_t> clocks_event_reasons;

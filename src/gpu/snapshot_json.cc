@@ -136,6 +136,26 @@ Value device_to_json(const GpuDevice& d) {
     o["pending"] = m.pending;
     return o;
   });
+  v["mig_devices"] = reading_to_json(d.mig_devices, [](const std::vector<MigDevice>& list) {
+    Value a = Value::array();
+    for (const auto& m : list) {
+      Value o = Value::object();
+      o["slot"] = m.slot;
+      o["uuid"] = m.uuid;
+      o["name"] = m.name;
+      o["profile"] = m.profile;
+      o["gpu_instance_id"] = optional_uint(m.gpu_instance_id);
+      o["compute_instance_id"] = optional_uint(m.compute_instance_id);
+      o["memory_total_bytes"] = m.memory ? Value(m.memory->total_bytes) : Value();
+      o["memory_used_bytes"] = m.memory ? Value(m.memory->used_bytes) : Value();
+      o["memory_free_bytes"] = m.memory ? Value(m.memory->free_bytes) : Value();
+      Value pids = Value::array();
+      for (unsigned pid : m.compute_pids) pids.push_back(pid);
+      o["compute_pids"] = std::move(pids);
+      a.push_back(std::move(o));
+    }
+    return a;
+  });
   v["virtualization"] = reading_to_json(d.virtualization, [](VirtualizationMode m) {
     // A mode newer than gpuhost keeps its number.
     std::string name = virtualization_mode_name(m);
@@ -541,6 +561,34 @@ void SnapshotParser::activity(const Value& v, const std::string& where, GpuDevic
                                       });
           if (!p) return std::nullopt;
           out.push_back(*p);
+        }
+        return out;
+      });
+  reading<std::vector<MigDevice>>(
+      v, "mig_devices", where, d.mig_devices,
+      [this](const Value& x, const std::string& w) -> std::optional<std::vector<MigDevice>> {
+        if (!x.is_array()) return type_error<std::vector<MigDevice>>(x, w, "an array");
+        std::vector<MigDevice> out;
+        for (std::size_t i = 0; i < x.items().size(); ++i) {
+          auto m = object<MigDevice>(x.items()[i], w + "[" + std::to_string(i) + "]",
+                                     [](json::FieldReader& o, MigDevice& g) {
+                                       o.read("slot", g.slot);
+                                       o.read("uuid", g.uuid);
+                                       o.read("name", g.name);
+                                       o.read("profile", g.profile);
+                                       o.read("gpu_instance_id", g.gpu_instance_id);
+                                       o.read("compute_instance_id", g.compute_instance_id);
+                                       std::optional<std::uint64_t> total, used, free;
+                                       o.read("memory_total_bytes", total);
+                                       o.read("memory_used_bytes", used);
+                                       o.read("memory_free_bytes", free);
+                                       if (total && used && free) g.memory = MemoryState{*total, *used, *free, 0};
+                                       if (const Value* pids = o.array("compute_pids"))
+                                         for (const auto& pid : pids->items())
+                                           if (pid.is_integer()) g.compute_pids.push_back(static_cast<unsigned>(pid.as_int()));
+                                     });
+          if (!m) return std::nullopt;
+          out.push_back(std::move(*m));
         }
         return out;
       });

@@ -306,6 +306,25 @@ void append_device(const gpu::GpuDevice& d, const std::string& driver, std::stri
                "Framebuffer memory reserved (in MiB); 0 where the driver lacks nvmlDeviceGetMemoryInfo_v2.",
                static_cast<double>(m.reserved_bytes) / k_mib);
          });
+  // MIG slices: dcgm-exporter's per-instance rows carry the GPU's labels plus GPU_I_PROFILE and
+  // GPU_I_ID (research/01 §2.2); NVML gives memory per MIG device, not utilisation.
+  if (d.mig_devices.value) {
+    for (const auto& m : *d.mig_devices.value) {
+      const Labels instance{{"GPU_I_PROFILE", m.profile},
+                            {"GPU_I_ID", m.gpu_instance_id ? std::to_string(*m.gpu_instance_id) : std::string()}};
+      Labels info = instance;
+      info.push_back({"mig_uuid", m.uuid});
+      info.push_back({"compute_instance",
+                      m.compute_instance_id ? std::to_string(*m.compute_instance_id) : std::string()});
+      e.own_value("gpuhost_gpu_mig_device_info",
+                  "1 for each MIG device of this GPU (what CUDA_VISIBLE_DEVICES=MIG-<uuid> selects)", info, 1);
+      if (!m.memory) continue;
+      e.value("DCGM_FI_DEV_FB_FREE", MetricType::gauge, "Framebuffer memory free (in MiB).", instance,
+              static_cast<double>(m.memory->free_bytes) / k_mib);
+      e.value("DCGM_FI_DEV_FB_USED", MetricType::gauge, "Framebuffer memory used (in MiB).", instance,
+              static_cast<double>(m.memory->used_bytes) / k_mib);
+    }
+  }
   // DCGM's value for DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL (a rate, though dcgm-exporter types it
   // counter): see GpuDevice::nvlink_bandwidth.
   e.from(d.nvlink_bandwidth, {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"}, [&](double v) {

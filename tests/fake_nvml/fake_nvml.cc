@@ -30,6 +30,8 @@
 
 #include "base/json.h"
 #include "gpu/nvml_types.h"
+#include "fake_nvml_internal.h"
+#include "mig_state.h"
 #include "timeline.h"
 
 using gpuhost::json::Value;
@@ -53,11 +55,9 @@ std::string read_env(const char* name) {
 #endif
 }
 
-struct Device {
-  Value data;                          // the scenario's object for this device
-  fake_nvml::Timeline timeline;        // its values over time (stage 0: `data`)
-  unsigned long long field_reads = 0;  // nvmlDeviceGetFieldValues calls: the fake's clock for counters
-};
+using fake_nvml::Device;
+using fake_nvml::MigGpu;
+using fake_nvml::MigInstance;
 
 struct EventSet {
   std::deque<nvmlEventData_t> pending;
@@ -73,6 +73,8 @@ std::mutex g_mutex;
 int g_init_count = 0;
 Value g_scenario;
 std::vector<Device> g_devices;
+std::deque<Device> g_mig_devices;  // MIG devices: the scenario's "mig_devices", then those the MIG state made
+fake_nvml::MigMachine g_mig;       // the MIG state machine (mig_state.h)
 std::string g_load_error;    // why the scenario could not be loaded, for nvmlErrorString(999)
 std::string g_unknown_text;  // storage for that string
 std::vector<std::unique_ptr<EventSet>> g_event_sets;
@@ -102,6 +104,7 @@ GpmSample* find_gpm_sample(nvmlGpmSample_t sample) {
 bool load_scenario() {
   g_load_error.clear();
   g_devices.clear();
+  g_mig_devices.clear();
   std::string path = read_env(k_scenario_env);
   if (path.empty()) {
     g_load_error = std::string(k_scenario_env) + " is not set";
@@ -141,6 +144,34 @@ bool load_scenario() {
       }
       g_devices.push_back(std::move(device));
     }
+  // MIG devices, in one vector whose addresses (the handles) never move.
+  for (std::size_t i = 0; i < g_devices.size(); ++i) {
+    const Value* list = g_devices[i].data.find("mig_devices");
+    if (!list || !list->is_array()) continue;
+    for (const auto& m : list->items()) {
+      Device mig;
+      mig.data = m;
+      mig.parent = static_cast<int>(i);
+      std::string problem;
+      if (!fake_nvml::Timeline::build(m, mig.timeline, problem)) {
+        g_load_error = "scenario " + path + ": device " + std::to_string(i) + " MIG device: " + problem;
+        g_devices.clear();
+        g_mig_devices.clear();
+        return false;
+      }
+      g_devices[i].children.push_back(g_mig_devices.size());
+      g_mig_devices.push_back(std::move(mig));
+    }
+  }
+  std::string problem;
+  if (!g_mig.load(g_scenario, problem)) {
+    g_load_error = "scenario " + path + ": " + problem;
+    g_devices.clear();
+    g_mig_devices.clear();
+    return false;
+  }
+  for (std::size_t i = 0; i < g_devices.size(); ++i)
+    if (g_mig.gpu(i)) fake_nvml::mig_devices_changed(i);
   g_clock_file = read_env(k_clock_env);
   g_loaded_at = fake_nvml::steady_seconds();
   return true;
@@ -179,8 +210,10 @@ nvmlReturn_t begin_system(std::string_view function) {
 nvmlReturn_t begin_device(std::string_view function, nvmlDevice_t handle, const Value*& out) {
   if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
   auto* device = reinterpret_cast<const Device*>(handle);
-  if (g_devices.empty() || device < g_devices.data() || device >= g_devices.data() + g_devices.size())
-    return NVML_ERROR_INVALID_ARGUMENT;
+  const bool gpu = !g_devices.empty() && device >= g_devices.data() && device < g_devices.data() + g_devices.size();
+  bool mig = false;
+  for (const auto& m : g_mig_devices) mig = mig || (&m == device && m.parent >= 0);
+  if (!gpu && !mig) return NVML_ERROR_INVALID_ARGUMENT;
   nvmlReturn_t forced;
   if (forced_error(device->data.find("errors"), function, forced)) return forced;
   if (forced_error(g_scenario.find("errors"), function, forced)) return forced;
@@ -461,6 +494,92 @@ const char* error_text(nvmlReturn_t result) {
 
 }  // namespace
 
+namespace fake_nvml {
+
+std::unique_lock<std::mutex> state_lock() { return std::unique_lock<std::mutex>(g_mutex); }
+
+nvmlReturn_t begin_call(std::string_view function) { return begin_system(function); }
+
+nvmlReturn_t begin_gpu(std::string_view function, nvmlDevice_t handle, std::size_t& index) {
+  if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
+  auto* device = reinterpret_cast<const Device*>(handle);
+  if (g_devices.empty() || device < g_devices.data() || device >= g_devices.data() + g_devices.size())
+    return NVML_ERROR_INVALID_ARGUMENT;
+  nvmlReturn_t forced;
+  if (forced_error(device->data.find("errors"), function, forced)) return forced;
+  if (forced_error(g_scenario.find("errors"), function, forced)) return forced;
+  index = static_cast<std::size_t>(device - g_devices.data());
+  return NVML_SUCCESS;
+}
+
+MigMachine& mig() { return g_mig; }
+
+nvmlDevice_t gpu_handle(std::size_t index) { return reinterpret_cast<nvmlDevice_t>(&g_devices[index]); }
+
+bool gpu_busy(std::size_t index) {
+  const Value* list = g_devices[index].data.find("processes");
+  return list && list->is_array() && !list->items().empty();
+}
+
+// Deterministic MIG UUIDs: FNV-1a of the GPU UUID and the instance ids, in UUID form.
+std::string mig_uuid(const std::string& gpu_uuid, unsigned gi, unsigned ci) {
+  unsigned long long h = 1469598103934665603ULL;
+  for (char c : gpu_uuid + "/" + std::to_string(gi) + "/" + std::to_string(ci)) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  char text[64];
+  std::snprintf(text, sizeof text, "MIG-%08llx-%04llx-5%03llx-8%03llx-%012llx", h >> 32, (h >> 16) & 0xFFFF,
+                (h >> 4) & 0xFFF, h & 0xFFF, (h * 31) & 0xFFFFFFFFFFFFULL);
+  return text;
+}
+
+void mig_devices_changed(std::size_t index) {
+  Device& gpu = g_devices[index];
+  for (std::size_t child : gpu.children) {
+    g_mig_devices[child].parent = -2;
+    g_mig_devices[child].data = Value();
+  }
+  gpu.children.clear();
+  const MigGpu* state = g_mig.gpu(index);
+  if (!state || state->current != 1) return;
+  std::vector<const MigInstance*> order;
+  for (const auto& gi : state->instances) order.push_back(&gi);
+  std::sort(order.begin(), order.end(), [](const auto* a, const auto* b) { return a->start < b->start; });
+  const std::string gpu_name = gpu.data.get_string("name");
+  const std::string gpu_uuid = gpu.data.get_string("uuid");
+  unsigned slot = 0;
+  for (const MigInstance* gi : order)
+    for (const auto& ci : gi->computes) {
+      Value d = Value::object();
+      d["slot"] = slot++;
+      const std::string profile =
+          ci.slices == gi->profile->slices ? gi->profile->name : std::to_string(ci.slices) + "c." + gi->profile->name;
+      d["name"] = gpu_name + " MIG " + profile;
+      d["uuid"] = mig_uuid(gpu_uuid, gi->id, ci.id);
+      d["gpu_instance_id"] = gi->id;
+      d["compute_instance_id"] = ci.id;
+      unsigned long long used = 0;
+      if (gi->processes.is_array())
+        for (const auto& p : gi->processes.items()) used += static_cast<unsigned long long>(p.get_int("used_memory"));
+      const unsigned long long total = gi->profile->memory_mb * 1024ULL * 1024ULL;
+      d["memory"]["total"] = total;
+      d["memory"]["used"] = used;
+      d["memory"]["free"] = total > used ? total - used : 0ULL;
+      d["memory"]["reserved"] = 0;
+      d["processes"] = gi->processes.is_array() ? gi->processes : Value::array();
+      Device mig;
+      mig.data = std::move(d);
+      mig.parent = static_cast<int>(index);
+      std::string problem;
+      (void)Timeline::build(mig.data, mig.timeline, problem);
+      gpu.children.push_back(g_mig_devices.size());
+      g_mig_devices.push_back(std::move(mig));
+    }
+}
+
+}  // namespace fake_nvml
+
 // ---- the exported C ABI (names and signatures: nvml.h; checked against gpu/nvml_types.h below) ----
 
 extern "C" {
@@ -714,8 +833,59 @@ nvmlReturn_t nvmlDeviceGetDriverModel(nvmlDevice_t device, nvmlDriverModel_t* cu
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current, unsigned int* pending) {
   FAKE_DEVICE_CALL(device);
   if (!current || !pending) return NVML_ERROR_INVALID_ARGUMENT;
+  const auto* d = reinterpret_cast<const Device*>(device);
+  if (d >= g_devices.data() && d < g_devices.data() + g_devices.size())
+    if (const auto* state = g_mig.gpu(static_cast<std::size_t>(d - g_devices.data()))) {
+      *current = state->current;
+      *pending = state->pending;
+      return NVML_SUCCESS;
+    }
   if (nvmlReturn_t s = get_number(at(dev, {"mig_mode", "current"}), current); s != NVML_SUCCESS) return s;
   return get_number(at(dev, {"mig_mode", "pending"}), pending);
+}
+
+// MIG devices (README.md, "MIG devices"): a GPU's "mig_devices" answer through their own handles;
+// the slot functions need MIG mode current, as on a real GPU.
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int* count) {
+  FAKE_DEVICE_CALL(device);
+  if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+  const auto* gpu = reinterpret_cast<const Device*>(device);
+  if (gpu->parent >= 0) return NVML_ERROR_INVALID_ARGUMENT;
+  if (g_mig.gpu(static_cast<std::size_t>(gpu - g_devices.data())) && !at(dev, {"max_mig_devices"})) {
+    *count = 7;  // seven GPU instances at most on the GPUs that have MIG (MIG user guide)
+    return NVML_SUCCESS;
+  }
+  return get_number(at(dev, {"max_mig_devices"}), count);
+}
+
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index, nvmlDevice_t* mig) {
+  FAKE_DEVICE_CALL(device);
+  const auto* gpu = reinterpret_cast<const Device*>(device);
+  if (!mig || gpu->parent >= 0) return NVML_ERROR_INVALID_ARGUMENT;
+  const auto* state = g_mig.gpu(static_cast<std::size_t>(gpu - g_devices.data()));
+  if ((state ? state->current : number_or(at(dev, {"mig_mode", "current"}), 0)) != 1) return NVML_ERROR_NOT_SUPPORTED;
+  for (std::size_t child : gpu->children) {
+    const Device& m = g_mig_devices[child];
+    if (number_or(m.data.find("slot"), ~0ULL) == index) {
+      *mig = reinterpret_cast<nvmlDevice_t>(const_cast<Device*>(&m));
+      return NVML_SUCCESS;
+    }
+  }
+  return NVML_ERROR_NOT_FOUND;
+}
+
+nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int* id) {
+  FAKE_DEVICE_CALL(device);
+  if (!id) return NVML_ERROR_INVALID_ARGUMENT;
+  if (reinterpret_cast<const Device*>(device)->parent < 0) return NVML_ERROR_NOT_SUPPORTED;
+  return get_number(at(dev, {"gpu_instance_id"}), id);
+}
+
+nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int* id) {
+  FAKE_DEVICE_CALL(device);
+  if (!id) return NVML_ERROR_INVALID_ARGUMENT;
+  if (reinterpret_cast<const Device*>(device)->parent < 0) return NVML_ERROR_NOT_SUPPORTED;
+  return get_number(at(dev, {"compute_instance_id"}), id);
 }
 
 nvmlReturn_t nvmlDeviceGetVirtualizationMode(nvmlDevice_t device, nvmlGpuVirtualizationMode_t* mode) {
@@ -1064,6 +1234,10 @@ FAKE_CHECK(nvmlDeviceGetComputeMode, nvmlDeviceGetComputeMode_fn);
 FAKE_CHECK(nvmlDeviceGetDriverModel_v2, nvmlDeviceGetDriverModel_fn);
 FAKE_CHECK(nvmlDeviceGetDriverModel, nvmlDeviceGetDriverModel_fn);
 FAKE_CHECK(nvmlDeviceGetMigMode, nvmlDeviceGetMigMode_fn);
+FAKE_CHECK(nvmlDeviceGetMaxMigDeviceCount, nvmlDeviceGetUint_fn);
+FAKE_CHECK(nvmlDeviceGetMigDeviceHandleByIndex, nvmlDeviceGetMigDeviceHandleByIndex_fn);
+FAKE_CHECK(nvmlDeviceGetGpuInstanceId, nvmlDeviceGetUint_fn);
+FAKE_CHECK(nvmlDeviceGetComputeInstanceId, nvmlDeviceGetUint_fn);
 FAKE_CHECK(nvmlDeviceGetVirtualizationMode, nvmlDeviceGetVirtualizationMode_fn);
 FAKE_CHECK(nvmlDeviceGetGridLicensableFeatures_v4, nvmlDeviceGetGridLicensableFeatures_v4_fn);
 FAKE_CHECK(nvmlDeviceGetGridLicensableFeatures_v3, nvmlDeviceGetGridLicensableFeatures_v3_fn);

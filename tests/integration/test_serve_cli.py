@@ -223,6 +223,35 @@ class ServeA100(unittest.TestCase):
         self.assertNotIn("DCGM_", body)
 
 
+class ServeMig(unittest.TestCase):
+    """A GPU in MIG mode (mig-parted's all-balanced layout on an A100 80GB): one row per MIG
+    device with dcgm-exporter's GPU_I_PROFILE / GPU_I_ID labels, the slices' UUIDs, and no
+    utilisation, which NVML does not give in MIG mode."""
+
+    def test_mig_devices_get_instance_labels_and_utilisation_is_listed_unavailable(self):
+        server = Server([], env=scenario_env("a100_80gb_mig_all_balanced"))
+        self.addCleanup(server.stop)
+        status, _, body = server.get("/metrics")
+        self.assertEqual(status, 200)
+        samples = parse_samples(body)
+        info = [labels for name, labels, _ in samples if name == "gpuhost_gpu_mig_device_info"]
+        self.assertEqual(sorted((l["GPU_I_PROFILE"], l["GPU_I_ID"]) for l in info),
+                         [("1g.10gb", "10"), ("1g.10gb", "9"), ("2g.20gb", "3"), ("3g.40gb", "2")])
+        self.assertIn("MIG-6e2fa3b1-5c0d-5b7e-9f41-0a8d2e61c3a7", {l["mig_uuid"] for l in info})
+        self.assertEqual({l["gpu"] for l in info}, {"0"})
+        used = {labels.get("GPU_I_PROFILE", "") + "/" + labels.get("GPU_I_ID", ""): float(value)
+                for name, labels, value in samples if name == "DCGM_FI_DEV_FB_USED"}
+        self.assertEqual(used["3g.40gb/2"], 31000)
+        self.assertEqual(len(used), 5)  # the GPU's own row and one per MIG device
+        self.assertNotIn("DCGM_FI_DEV_GPU_UTIL", {name for name, _, _ in samples})
+        unavailable = {labels["metric"]: labels["reason"] for name, labels, _ in samples
+                       if name == "gpuhost_metric_unavailable"}
+        self.assertIn("MIG", unavailable["DCGM_FI_DEV_GPU_UTIL"])
+        own = families(body, "gpuhost_")
+        proc = subprocess.run([PROMTOOL, "check", "metrics"], input=own, capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, "promtool on the gpuhost_* families:\n" + proc.stdout + proc.stderr)
+
+
 class ServeAccess(unittest.TestCase):
     def test_bind_takes_host_and_port_as_node_exporter_does(self):
         server = Server(["--bind", "127.0.0.1:0"], env=scenario_env("a100_sxm4_80gb_x8"))

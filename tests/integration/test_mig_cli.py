@@ -1,0 +1,391 @@
+"""gpuhost mig and run --gpu mig:<profile> against the fake NVML's MIG state machine
+(tests/fake_nvml/README.md): mig-parted v1 files applied, asserted and exported (the export read
+back by an independent YAML reader and by gpuhost itself), the pending mode of a passthrough VM and
+its reboot, processes that block a change, layouts that fit in no creation order, and three jobs
+started side by side on three different slices, a fourth refused with the reason. The Windows build
+runs the refusals and the read-only listing."""
+
+import json
+import os
+import shutil
+import subprocess
+import time
+import unittest
+
+from gpuhost_test import (BIN, IS_WINDOWS_BUILD, SCENARIOS, SYSTEM_PYTHON, TMP, WINE, host_path, needs, run,
+                          scenario_env)
+
+try:
+    import yaml  # Debian's python3-yaml: an independent reader of what export writes
+except ImportError:  # pragma: no cover - install-deps.sh installs it
+    yaml = None
+
+CONFIG = """version: v1
+mig-configs:
+  all-disabled:
+    - devices: all
+      mig-enabled: false
+
+  all-balanced:
+    # A100 80GB (0x20B210DE) and H100 80GB (0x233010DE): 2 x 1g.10gb + 2g.20gb + 3g.40gb
+    - device-filter: ["0x20B210DE", "0x233010DE"]
+      devices: all
+      mig-enabled: true
+      mig-devices:
+        "1g.10gb": 2
+        "2g.20gb": 1
+        "3g.40gb": 1
+
+  three-jobs:
+    - devices: all
+      mig-enabled: true
+      mig-devices:
+        "1g.10gb": 3
+
+  h100-mixed:
+    - device-filter: "0x233010DE"
+      devices: [0]
+      mig-enabled: true
+      mig-devices:
+        "3g.40gb": 1
+        "2g.20gb": 1
+        "1g.20gb": 1
+    - devices: [1]
+      mig-enabled: false
+
+  no-fit:
+    - devices: all
+      mig-enabled: true
+      mig-devices:
+        "3g.40gb": 2
+        "1g.10gb": 1
+
+  too-many:
+    - devices: all
+      mig-enabled: true
+      mig-devices:
+        "1g.10gb": 8
+
+  wrong-size:
+    - devices: all
+      mig-enabled: true
+      mig-devices:
+        "1g.5gb": 7
+"""
+
+
+class MigHost:
+    """One fake host: a scenario, its own MIG state file (the driver's state, shared by every
+    gpuhost process of the test), a boot id, a config file and a GPUHOST_HOME."""
+
+    def __init__(self, test, label, scenario):
+        self.dir = os.path.join(TMP, "mig-cli", label)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        self.state = os.path.join(self.dir, "mig-state.json")
+        self.config = os.path.join(self.dir, "config.yaml")
+        with open(self.config, "w") as f:
+            f.write(CONFIG)
+        self.env = dict(scenario_env(scenario))
+        self.env["GPUHOST_FAKE_NVML_MIG_STATE"] = host_path(self.state)
+        self.env["GPUHOST_FAKE_NVML_BOOT"] = "boot-1"
+        self.env["GPUHOST_HOME"] = host_path(os.path.join(self.dir, "home"))
+        self.test = test
+
+    def mig(self, *args, expect=None, input_text=None):
+        proc = run(["mig"] + list(args), env=self.env, input_text=input_text)
+        if expect is not None:
+            self.test.assertEqual(proc.returncode, expect, "gpuhost mig %s:\n%s%s" % (" ".join(args), proc.stdout,
+                                                                                     proc.stderr))
+        return proc
+
+    def apply(self, name, *extra, expect=0):
+        return self.mig("apply", "-f", host_path(self.config), "-c", name, *extra, expect=expect)
+
+    def assert_config(self, name, expect):
+        return self.mig("assert", "-f", host_path(self.config), "-c", name, expect=expect)
+
+    def listing(self):
+        return json.loads(self.mig("list", "--json", expect=0).stdout)
+
+    def driver_state(self):
+        with open(self.state) as f:
+            return json.load(f)
+
+    def write_driver_state(self, state):
+        with open(self.state, "w") as f:
+            json.dump(state, f)
+
+    def reboot(self):
+        self.env["GPUHOST_FAKE_NVML_BOOT"] = "boot-%d" % (int(self.env["GPUHOST_FAKE_NVML_BOOT"].split("-")[1]) + 1)
+
+
+@unittest.skipIf(IS_WINDOWS_BUILD, "MIG is Linux only; MigOnWindows runs the Windows build")
+class MigApply(unittest.TestCase):
+
+    def test_all_balanced_is_applied_asserted_and_exported(self):
+        host = MigHost(self, "all-balanced", "a100_80gb_mig_state")
+        proc = host.assert_config("all-balanced", expect=1)
+        self.assertIn("selected configuration not currently applied", proc.stdout)
+        self.assertIn("MIG is off, the config wants it on", proc.stdout)
+        # A dry run changes nothing.
+        proc = host.apply("all-balanced", "--dry-run")
+        self.assertIn("would turn MIG on", proc.stdout)
+        self.assertFalse(os.path.exists(host.state), "a dry run touched the driver")
+        proc = host.apply("all-balanced")
+        self.assertIn("GPU 0 (NVIDIA A100-SXM4-80GB): MIG turned on", proc.stdout)
+        self.assertIn("now holds 2 x 1g.10gb + 1 x 2g.20gb + 1 x 3g.40gb", proc.stdout)
+        proc = host.assert_config("all-balanced", expect=0)
+        self.assertIn("config all-balanced is applied", proc.stdout)
+        # The driver holds four GPU instances with one compute instance each, at placements that
+        # do not overlap: the first creation order (1g, 1g, 2g, 3g from the top) does not fit on
+        # an A100, so another order was found.
+        instances = host.driver_state()["gpus"][0]["instances"]
+        self.assertEqual(sorted(i["name"] for i in instances), ["1g.10gb", "1g.10gb", "2g.20gb", "3g.40gb"])
+        self.assertTrue(all(len(i["computes"]) == 1 for i in instances))
+        # CUDA sees them as MIG devices with their own UUIDs: the GPU snapshot lists them.
+        snapshot = json.loads(run(["doctor", "--json"], env=host.env).stdout)
+        devices = snapshot["facts"]["gpu"]["devices"][0]["mig_devices"]
+        self.assertEqual(sorted(d["profile"] for d in devices), ["1g.10gb", "1g.10gb", "2g.20gb", "3g.40gb"])
+        self.assertEqual(len({d["uuid"] for d in devices}), 4)
+        self.assertTrue(all(d["uuid"].startswith("MIG-") for d in devices))
+        # Applying again changes nothing.
+        proc = host.apply("all-balanced")
+        self.assertIn("already holds 2 x 1g.10gb + 1 x 2g.20gb + 1 x 3g.40gb", proc.stdout)
+        self.assertEqual(host.driver_state()["gpus"][0]["instances"], instances)
+        # export: mig-parted's format, read back equal by PyYAML and accepted by assert.
+        exported = host.mig("export", expect=0).stdout
+        needs(yaml is not None, "python3-yaml")
+        self.assertEqual(yaml.safe_load(exported), {
+            "version": "v1",
+            "mig-configs": {"current": [{"device-filter": "0x20B210DE", "devices": [0], "mig-enabled": True,
+                                         "mig-devices": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}}]}})
+        path = os.path.join(host.dir, "exported.yaml")
+        host.mig("export", "-c", "snapshot", "-o", host_path(path), expect=0)
+        proc = host.mig("assert", "-f", host_path(path), "-c", "snapshot", expect=0)
+        self.assertIn("config snapshot is applied", proc.stdout)
+        # The file can also come on standard input.
+        proc = host.mig("assert", "-f", "-", "-c", "current", input_text=exported, expect=0)
+        # all-disabled takes the instances down and MIG off.
+        proc = host.apply("all-disabled")
+        self.assertIn("MIG turned off", proc.stdout)
+        self.assertEqual(host.driver_state()["gpus"][0]["instances"], [])
+        host.assert_config("all-disabled", expect=0)
+
+    def test_h100_mixed_config_per_device_with_filters(self):
+        host = MigHost(self, "h100-mixed", "h100_x2_mig_state")
+        proc = host.apply("h100-mixed", "--json")
+        result = json.loads(proc.stdout)
+        self.assertEqual(result["exit_code"], 0)
+        self.assertEqual(sorted(result["gpus"][0]["gpu"]["layout"]), ["1g.20gb", "2g.20gb", "3g.40gb"])
+        host.assert_config("h100-mixed", expect=0)
+        listing = host.listing()
+        self.assertEqual([g["mig_enabled"] for g in listing], [True, False])
+        self.assertEqual({p["name"]: p["multiprocessors"] for p in listing[0]["profiles"]}["3g.40gb"], 48)
+        needs(yaml is not None, "python3-yaml")
+        self.assertEqual(yaml.safe_load(host.mig("export", expect=0).stdout)["mig-configs"]["current"], [
+            {"device-filter": "0x233010DE", "devices": [0], "mig-enabled": True,
+             "mig-devices": {"1g.20gb": 1, "2g.20gb": 1, "3g.40gb": 1}},
+            {"device-filter": "0x233010DE", "devices": [1], "mig-enabled": False}])
+        # all-balanced selects both H100s by their PCI ID.
+        host.apply("all-balanced")
+        host.assert_config("all-balanced", expect=0)
+        self.assertEqual(yaml.safe_load(host.mig("export", expect=0).stdout)["mig-configs"]["current"], [
+            {"device-filter": "0x233010DE", "devices": [0, 1], "mig-enabled": True,
+             "mig-devices": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}}])
+        proc = host.assert_config("h100-mixed", expect=1)
+        self.assertIn("GPU 1 (NVIDIA H100 80GB HBM3): MIG is on, the config wants it off", proc.stdout)
+
+    def test_a_passthrough_vm_keeps_the_mode_pending_until_it_reboots(self):
+        host = MigHost(self, "passthrough", "a100_80gb_mig_passthrough")
+        proc = host.apply("all-balanced", expect=6)
+        self.assertIn("MIG on is pending: this platform cannot reset the GPU", proc.stdout)
+        self.assertIn("reboot, then run the same command again", proc.stderr)
+        proc = host.assert_config("all-balanced", expect=1)
+        self.assertIn("(pending until a reboot)", proc.stdout)
+        self.assertEqual(host.driver_state()["gpus"][0]["current"], 0)
+        host.reboot()
+        proc = host.apply("all-balanced")
+        self.assertNotIn("turned on", proc.stdout)  # already on after the reboot
+        self.assertIn("now holds 2 x 1g.10gb + 1 x 2g.20gb + 1 x 3g.40gb", proc.stdout)
+        # Instances do not survive a reboot (MIG user guide); the mode does.
+        host.reboot()
+        proc = host.assert_config("all-balanced", expect=1)
+        self.assertIn("holds no instances", proc.stdout)
+
+    def test_a_process_on_a_slice_blocks_the_change_and_nothing_is_touched(self):
+        host = MigHost(self, "blocked", "a100_80gb_mig_state")
+        host.apply("all-balanced")
+        state = host.driver_state()
+        three_g = next(i for i in state["gpus"][0]["instances"] if i["name"] == "3g.40gb")
+        three_g["processes"] = [{"pid": 4242, "used_memory": 1 << 30}]
+        host.write_driver_state(state)
+        before = host.driver_state()
+        proc = host.apply("three-jobs", expect=7)
+        self.assertIn("processes run on it (PIDs 4242)", proc.stderr)
+        self.assertEqual(host.driver_state(), before)
+        proc = host.apply("all-disabled", expect=7)
+        self.assertIn("PIDs 4242", proc.stderr)
+        self.assertEqual(host.driver_state(), before)
+        host.assert_config("all-balanced", expect=0)
+
+    def test_what_cannot_be_applied_is_refused_with_the_reason(self):
+        host = MigHost(self, "refused", "a100_80gb_mig_state")
+        host.apply("all-balanced")
+        before = host.driver_state()
+        proc = host.apply("too-many", expect=2)
+        self.assertIn("8 x 1g.10gb asked, the GPU holds at most 7", proc.stderr)
+        proc = host.apply("wrong-size", expect=2)
+        self.assertIn("has no MIG profile 1g.5gb; it has 1g.10gb, 2g.20gb, 3g.40gb", proc.stderr)
+        self.assertEqual(host.driver_state(), before)
+        # Two 3g.40gb take all eight memory slices: no order leaves room for the 1g.10gb. The
+        # previous layout is made again.
+        proc = host.apply("no-fit", expect=2)
+        self.assertIn("the layout fits in no creation order (no free placement for", proc.stderr)
+        self.assertIn("its previous instances were made again (with new MIG UUIDs)", proc.stderr)
+        host.assert_config("all-balanced", expect=0)
+        # Files mig-parted would refuse, refused before anything is read from the GPUs.
+        bad = {
+            "version: v2\nmig-configs:\n  a:\n    - devices: all\n      mig-enabled: false\n":
+                "version: must be v1",
+            "version: v1\nmig-configs:\n  a:\n    - devices: all\n      mig-enabled: false\n      mig-devices: {}\n":
+                "'mig-devices' is not allowed with mig-enabled: false",
+            "version: v1\nmig-configs:\n  a:\n    - devices: all\n      mig-enabled: true\n":
+                "'mig-devices' is required with mig-enabled: true",
+            "version: v1\nmig-configs:\n  a:\n    - devices: all\n      mig-enable: true\n":
+                "unknown key 'mig-enable'",
+            "version: v1\nmig-configs:\n  a:\n    - devices: all\n      mig-enabled: true\n      mig-devices:\n"
+            "        \"1g.10gb\": &n 2\n": "anchors and aliases",
+            "version: v1\nmig-configs:\n  a:\n    - device-filter: 20B210DE\n      devices: all\n"
+            "      mig-enabled: false\n": "is not a PCI ID",
+        }
+        for text, reason in bad.items():
+            proc = host.mig("apply", "-f", "-", "-c", "a", input_text=text, expect=2)
+            self.assertIn(reason, proc.stderr)
+        proc = host.apply("no-such-config", expect=2)
+        self.assertIn("has no config 'no-such-config'; it has all-disabled, all-balanced, three-jobs", proc.stderr)
+        host.mig("apply", "-f", host_path(host.config), expect=2)
+        host.mig("frobnicate", expect=2)
+        proc = run(["mig", "list"], env={"GPUHOST_NVML_LIBRARY": "/nonexistent/libnvidia-ml.so.1"})
+        self.assertEqual(proc.returncode, 3, proc.stderr)
+        self.assertIn("NVML cannot be used", proc.stderr)
+
+
+@unittest.skipIf(IS_WINDOWS_BUILD, "MIG is Linux only; MigOnWindows runs the Windows build")
+class MigSlicesForJobs(unittest.TestCase):
+    """Three models on one A100, the recipe our users read about: three gpuhost run, each with
+    --gpu mig:1g.10gb, started side by side, each trainer sees its own slice; a fourth is refused
+    with the holders named, and starts once one ends."""
+
+    TRAINER = ("import os, sys, time\n"
+               "open(sys.argv[1], 'w').write(os.environ.get('CUDA_VISIBLE_DEVICES', ''))\n"
+               "deadline = time.time() + 120\n"
+               "while not os.path.exists(sys.argv[2]) and time.time() < deadline:\n"
+               "    time.sleep(0.1)\n")
+
+    def start(self, host, name):
+        seen = os.path.join(host.dir, name + ".visible")
+        stop = os.path.join(host.dir, name + ".stop")
+        env = dict(os.environ, NO_COLOR="1", **host.env)
+        proc = subprocess.Popen([BIN, "run", "--name", name, "--checkpoints", os.path.join(host.dir, name + "-ck"),
+                                 "--cloud", "none", "--quiet", "--gpu", "mig:1g.10gb", "--",
+                                 SYSTEM_PYTHON, "-c", self.TRAINER, seen, stop],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(self.stop, proc, stop)
+        return proc, seen, stop
+
+    def stop(self, proc, stop_file):
+        if proc.poll() is None:
+            open(stop_file, "w").close()
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            stream.close()
+
+    def wait_for(self, path, proc):
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if os.path.exists(path) and os.path.getsize(path) > 0:
+                with open(path) as f:
+                    return f.read()
+            if proc.poll() is not None:
+                self.fail("gpuhost run ended (%d) before its trainer started:\n%s" % (proc.returncode, proc.stderr.read()))
+            time.sleep(0.1)
+        self.fail("the trainer did not start within 60 s")
+
+    def test_three_jobs_get_three_slices_and_a_fourth_is_refused_until_one_ends(self):
+        host = MigHost(self, "three-jobs", "a100_80gb_mig_state")
+        host.apply("three-jobs")
+        slices = {d["uuid"] for d in json.loads(run(["doctor", "--json"], env=host.env).stdout)
+                  ["facts"]["gpu"]["devices"][0]["mig_devices"]}
+        self.assertEqual(len(slices), 3)
+        jobs = [self.start(host, "model-%d" % i) for i in range(3)]
+        visible = [self.wait_for(seen, proc) for proc, seen, _ in jobs]
+        self.assertEqual(set(visible), slices, "each trainer must see its own slice")
+        for i, (proc, _, _) in enumerate(jobs):
+            with open(os.path.join(host.dir, "home", "jobs", "model-%d" % i, "job.json")) as f:
+                self.assertEqual(json.load(f)["environment"]["CUDA_VISIBLE_DEVICES"], visible[i])
+        # A fourth: every slice is held; refused before its job exists, naming the holders.
+        env = dict(host.env, NO_COLOR="1")
+        proc = run(["run", "--name", "model-3", "--checkpoints", os.path.join(host.dir, "model-3-ck"), "--cloud", "none",
+                    "--gpu", "mig:1g.10gb", "--", SYSTEM_PYTHON, "-c", "pass"], env=env)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("every free slice is taken by another gpuhost run", proc.stderr)
+        for i in range(3):
+            self.assertIn("by job model-%d, pid" % i, proc.stderr)
+        self.assertFalse(os.path.exists(os.path.join(host.dir, "home", "jobs", "model-3")))
+        # Asking for a held slice by its UUID is refused the same way.
+        proc = run(["run", "--name", "model-3", "--checkpoints", os.path.join(host.dir, "model-3-ck"), "--cloud", "none",
+                    "--gpu", visible[1], "--", SYSTEM_PYTHON, "-c", "pass"], env=env)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("by job model-1", proc.stderr)
+        # The first job ends: its slice goes to the fourth.
+        first, _, first_stop = jobs[0]
+        open(first_stop, "w").close()
+        self.assertEqual(first.wait(timeout=60), 0)
+        proc4, seen4, _ = self.start(host, "model-3")
+        self.assertEqual(self.wait_for(seen4, proc4), visible[0])
+
+    def test_a_slice_with_a_process_is_not_given_and_unknown_profiles_are_named(self):
+        host = MigHost(self, "busy-slice", "a100_80gb_mig_state")
+        host.apply("all-balanced")
+        state = host.driver_state()
+        ones = [i for i in state["gpus"][0]["instances"] if i["name"] == "1g.10gb"]
+        ones[0]["processes"] = [{"pid": 4242, "used_memory": 1 << 30}]
+        host.write_driver_state(state)
+        env = dict(host.env, NO_COLOR="1")
+        proc, seen, _ = self.start(host, "only-free")
+        got = self.wait_for(seen, proc)
+        busy_uuid = next(d["uuid"] for d in json.loads(run(["doctor", "--json"], env=host.env).stdout)
+                         ["facts"]["gpu"]["devices"][0]["mig_devices"] if d["compute_pids"] == [4242])
+        self.assertNotEqual(got, busy_uuid)
+        proc = run(["run", "--checkpoints", os.path.join(host.dir, "x"), "--cloud", "none", "--gpu", "mig:4g.40gb",
+                    "--", SYSTEM_PYTHON, "-c", "pass"], env=env)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("no slice of that profile; this host has", proc.stderr)
+
+
+@unittest.skipUnless(IS_WINDOWS_BUILD, "the Windows build's refusals")
+class MigOnWindows(unittest.TestCase):
+    """gpuhost.exe under Wine with the fake nvml.dll: MIG is Linux only (NVIDIA); what can be
+    read is listed, what would turn MIG on is refused with the Windows alternatives."""
+
+    def test_enabling_is_refused_and_the_state_is_listed(self):
+        host = MigHost(self, "windows", "a100_80gb_mig_state")
+        proc = host.apply("all-balanced", expect=2)
+        self.assertIn("MIG is supported on Linux only", proc.stderr)
+        self.assertIn("Set-VMHostPartitionableGpu", proc.stderr)
+        listing = host.listing()
+        self.assertEqual(listing[0]["mig_enabled"], False)
+        host.assert_config("all-disabled", expect=0)
+        proc = run(["run", "--checkpoints", "C:\\ck", "--cloud", "none", "--gpu", "mig:1g.10gb", "--", "cmd", "/c", "exit"],
+                   env=host.env)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("Linux only", proc.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
