@@ -23,6 +23,13 @@ constexpr double k_saturated_busy = 0.85;
 constexpr double k_memory_full_share = 0.9;
 // Storage stalls: PSI io "some" avg10 at 10 % or more while the GPU waits (derived).
 constexpr double k_io_pressure_percent = 10;
+// A main thread that loads and also reads its samples from storage: busy half the window or more
+// (its waits on the disk are not counted as busy: /proc has no per-thread I/O wait without delay
+// accounting, off by default since Linux 5.14) while the trainer reads 1 MiB/s or takes 100
+// major faults a second (derived: a cached dataset takes neither).
+constexpr double k_loading_with_reads_busy = 0.5;
+constexpr double k_storage_read_mib_per_s = 1;
+constexpr double k_storage_major_faults_per_s = 100;
 // Throttling or capping in a fifth of the busy samples (derived).
 constexpr double k_throttle_share = 0.2;
 // Swap-in that lasts: 10 pages a second over the window (derived; any sustained swap-in hurts).
@@ -98,22 +105,37 @@ void judge_input(const Observation& o, const GpuWindow& gpu, std::vector<Finding
   const HostWindow& h = *o.host;
   const unsigned workers = suggested_workers(h.cpus, o.local_processes);
   const std::string pin = h.pin_thread ? "" : ", pin_memory=True";
-  auto finding = [&](std::string limit, std::string evidence, std::string fix) {
+  auto finding = [&](std::string limit, std::string evidence, std::string fix, std::string more = {}) {
     Finding f{"input_bound",  Strength::verdict,        gpu.index, std::move(limit), gpu_evidence,
               std::move(fix), expected_from_busy(busy), sources};
     f.evidence.push_back(std::move(evidence));
+    if (!more.empty()) f.evidence.push_back(std::move(more));
     if (!h.pin_thread)
       f.evidence.push_back("no pt_data_pin thread: batches are not pinned (pin_memory=False)");
     return f;
   };
 
-  if (h.loader_workers == 0 && h.main_thread_busy >= k_saturated_busy) {
+  const bool faults = h.major_faults_per_s && *h.major_faults_per_s >= k_storage_major_faults_per_s;
+  const bool from_storage = faults || (h.read_mib_per_s && *h.read_mib_per_s >= k_storage_read_mib_per_s);
+  if (h.loader_workers == 0 &&
+      (h.main_thread_busy >= k_saturated_busy || (from_storage && h.main_thread_busy >= k_loading_with_reads_busy))) {
+    std::string storage;
+    if (from_storage) {
+      storage = "the trainer reads its samples from storage";
+      if (h.read_mib_per_s) storage += ": " + number(*h.read_mib_per_s, "MiB/s");
+      if (faults) storage += ", " + number(*h.major_faults_per_s, "major faults/s") + " (memmap pages read from disk)";
+      storage += "; the main thread waits on those reads too";
+    }
     out.push_back(finding("the input pipeline: the main thread loads every batch itself (num_workers=0)",
                           "no DataLoader worker process, and the main thread (" + h.main_thread_name + ") is " +
                               busy_text(h.main_thread_busy, h.main_thread_cores),
                           "DataLoader(..., num_workers=" + std::to_string(workers) + pin +
                               ", persistent_workers=True): loading moves to " + std::to_string(workers) +
-                              " worker processes that run while the GPU computes"));
+                              " worker processes that run while the GPU computes" +
+                              (from_storage ? std::string(", and their reads overlap; keep the dataset in the page cache "
+                                                   "(RAM to spare, nothing dropping it) or on local NVMe")
+                                     : std::string()),
+                          storage));
     return;
   }
   if (h.loader_workers > 0 && h.loader_busy_mean >= k_saturated_busy) {

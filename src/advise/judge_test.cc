@@ -109,6 +109,29 @@ TEST(Judge, StorageStallsWhileTheGpuWaitsAreInputBoundOnStorage) {
   EXPECT_NE(findings[0].evidence[1].find("180 MiB/s"), std::string::npos) << findings[0].evidence[1];
 }
 
+// A main thread that also waits on the disk is busy less than 85 %: the reads say it loads.
+TEST(Judge, AMainThreadReadingFromStorageLoadsEvenWhenItWaitsOnTheDisk) {
+  HostWindow h = host(0.7);
+  h.read_mib_per_s = 14;
+  h.major_faults_per_s = 3500;
+  auto findings = judge(observe(busy_gpu(12), h));
+  ASSERT_EQ(ids(findings), std::vector<std::string>{"input_bound:verdict"});
+  const Finding& f = findings[0];
+  EXPECT_NE(f.limit.find("num_workers=0"), std::string::npos);
+  EXPECT_NE(std::find(f.evidence.begin(), f.evidence.end(),
+                      "the trainer reads its samples from storage: 14 MiB/s, 3500 major faults/s (memmap pages read "
+                      "from disk); the main thread waits on those reads too"),
+            f.evidence.end());
+  EXPECT_NE(f.fix.find("keep the dataset in the page cache"), std::string::npos);
+  // Without reads a thread busy 70 % is not called the bottleneck, and a thread busy under half
+  // the window is not, reads or not.
+  EXPECT_TRUE(ids(judge(observe(busy_gpu(12), host(0.7)))) != std::vector<std::string>{"input_bound:verdict"});
+  h.main_thread_busy = h.main_thread_cores = 0.3;
+  EXPECT_TRUE(ids(judge(observe(busy_gpu(12), h))) != std::vector<std::string>{"input_bound:verdict"});
+  // A cached dataset (no reads) at 98 % keeps the plain fix.
+  EXPECT_EQ(judge(observe(busy_gpu(12), host(0.98)))[0].fix.find("page cache"), std::string::npos);
+}
+
 TEST(Judge, OneSignalAloneIsAHintNotAVerdict) {
   // The GPU waits, but nothing on the host is saturated: a hint that names where else to look.
   EXPECT_EQ(ids(judge(observe(busy_gpu(20), host(0.3, 4, 0.3, true)))),

@@ -95,6 +95,34 @@ class InputBound(AdviseTestCase):
         for finding in report["findings"]:
             self.assertNotIn("num_workers=0", finding["limit"], report)
 
+    def storage_trainer(self, label, source):
+        job = Job(self, "advise-" + label)
+        return self.start_training(label, ["--workers", "0", "--source", source, "--evict",
+                                           "--data", os.path.join(job.dir, "data")])
+
+    def test_a_memmap_dataset_dropped_from_the_page_cache_is_input_bound_on_its_reads(self):
+        # np.memmap with readahead off, the file dropped from the page cache every epoch: each
+        # sample's pages are major faults, read from the disk by the main thread.
+        job = self.storage_trainer("memmap", "memmap")
+        report = self.advise(job, "a100_waiting_for_input")
+        host = report["observation"]["host"]
+        self.assertGreater(host["major_faults_per_s"], 100, report)
+        self.assertEqual([(f["id"], f["strength"]) for f in report["findings"]], [("input_bound", "verdict")], report)
+        finding = report["findings"][0]
+        self.assertIn("num_workers=0", finding["limit"])
+        self.assertTrue(any("major faults/s (memmap pages read from disk)" in e for e in finding["evidence"]), finding)
+        self.assertIn("keep the dataset in the page cache", finding["fix"])
+
+    def test_a_file_read_per_sample_after_the_page_cache_is_dropped_is_input_bound_on_its_reads(self):
+        job = self.storage_trainer("file-evict", "file")
+        report = self.advise(job, "a100_waiting_for_input")
+        host = report["observation"]["host"]
+        self.assertGreater(host["read_mib_per_s"], 1, report)
+        self.assertEqual([(f["id"], f["strength"]) for f in report["findings"]], [("input_bound", "verdict")], report)
+        finding = report["findings"][0]
+        self.assertTrue(any(e.startswith("the trainer reads its samples from storage: ") for e in finding["evidence"]),
+                        finding)
+
     def test_a_compute_bound_job_with_a_busy_gpu_gets_no_finding(self):
         job = self.start_training("compute", ["--compute"])
         report = self.advise(job, "a100_busy_training")
