@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/gpu_claims.h"
+#include "cli/memory_fraction.h"
 #include "platform/process.h"
 #include "cli/job_render.h"
 #include "cli/jobs_dir.h"
@@ -64,6 +65,13 @@ Job:
                          the job). Refused: GPUs the host lacks, two MIG slices (a CUDA process
                          sees one), every slice of the profile taken (the holders are named),
                          MIG on Windows. gpuhost mig apply makes the slices
+  --gpu-memory-fraction F  the share of each GPU's memory one Python process of the job may
+                         take (0.3 or 30%), for jobs that share a GPU without MIG: PyTorch
+                         through a sitecustomize hook gpuhost puts first on PYTHONPATH (it
+                         calls torch.cuda.set_per_process_memory_fraction when torch is
+                         imported, on LOCAL_RANK's device or each visible one), JAX through
+                         XLA_PYTHON_CLIENT_MEM_FRACTION; TensorFlow reads no cap from the
+                         environment (TF_FORCE_GPU_ALLOW_GROWTH=true is set; it says so)
   --keep K               keep the newest K committed checkpoints, delete older ones
                          (default: keep all; pinned ones are always kept)
   --settle SECONDS       a checkpoint must stay unchanged this long before it is
@@ -214,6 +222,7 @@ Examples:
   gpuhost run --gpu 1 --checkpoints ckpt -- python train.py
   gpuhost run --gpu MIG-4f2c... --checkpoints ckpt -- python train.py
   gpuhost run --gpu mig:3g.40gb --checkpoints ckpt -- python train.py   # any free 3g.40gb slice
+  gpuhost run --gpu 0 --gpu-memory-fraction 0.3 --checkpoints ckpt -- python train.py
   # rehearse a spot reclaim with 30 s notice, then resume
   gpuhost run --checkpoints ckpt --drill preempt@20 -- python train.py --resume {resume}; gpuhost run --checkpoints ckpt -- python train.py --resume {resume}
 )";
@@ -227,6 +236,7 @@ constexpr FlagSpec k_run_flags[] = {
     {"--workdir", true},
     {"--env", true},
     {"--gpu", true},
+    {"--gpu-memory-fraction", true},
     {"--keep", true},
     {"--settle", true},
     {"--marker", true},
@@ -307,6 +317,7 @@ struct RunOptions {
   supervise::SupervisorOptions supervisor;
   std::vector<std::string> gpu_lines;  // what --gpu chose, for the console
   std::optional<MigChoice> mig_choice;
+  std::optional<double> memory_fraction;  // --gpu-memory-fraction
   bool quiet = false;
   bool remote_optional = false;
   std::optional<DashboardSpec> dashboard;
@@ -464,6 +475,11 @@ Result<RunOptions> parse_run_options(const ParsedArgs& p, std::vector<std::strin
       }
       options.gpu_lines.insert(options.gpu_lines.end(), assigned->notes.begin(), assigned->notes.end());
     }
+  }
+  if (auto v = p.value("--gpu-memory-fraction")) {
+    auto fraction = parse_memory_fraction(*v);
+    if (!fraction) return std::unexpected(usage(fraction.error().message));
+    options.memory_fraction = *fraction;
   }
   if (p.has("--keep")) spec.keep = GPUHOST_TRY(int_flag(p, "--keep", 0, 100000));
   if (p.has("--settle")) spec.settle = GPUHOST_TRY(duration_flag(p, "--settle"));
@@ -656,6 +672,17 @@ int run_run(CommandContext& context) {
     options->gpu_lines.insert(options->gpu_lines.begin(), "this job uses " + claimed->device.label +
                                                                " (CUDA_VISIBLE_DEVICES=" + claimed->device.uuid + ")");
     mig_claim.emplace(std::move(*claimed));
+  }
+  if (options->memory_fraction) {
+    auto& environment = options->supervisor.spec.environment;
+    std::optional<std::string> python_path = platform::get_env("PYTHONPATH");
+    if (auto given = supervise::spec_environment_value(options->supervisor.spec, "PYTHONPATH")) python_path = *given;
+    std::erase_if(environment, [](const auto& e) { return e.first == "PYTHONPATH"; });
+    auto setup = memory_fraction_setup(*options->memory_fraction, options->supervisor.jobs_root, python_path,
+                                       platform::current_os() == platform::OsFamily::windows);
+    if (!setup) return report_error(context.err, setup.error().message, "", k_exit_error);
+    environment.insert(environment.end(), setup->environment.begin(), setup->environment.end());
+    options->gpu_lines.insert(options->gpu_lines.end(), setup->notes.begin(), setup->notes.end());
   }
   for (const auto& line : options->gpu_lines)
     std::cerr << style.dim("gpuhost: ") << line << "\n" << std::flush;

@@ -1016,5 +1016,74 @@ class GpuAssignment(RunTestCase):
         self.assertFalse(os.path.exists(job.job_dir))
 
 
+class GpuMemoryFraction(RunTestCase):
+    """--gpu-memory-fraction with trainers nobody changed: PyTorch's allocator is capped through the
+    sitecustomize hook when torch is imported (a stand-in torch.cuda at that boundary records the
+    calls: no GPU here), Debian's real PyTorch still imports and trains (CUDA unavailable: the hook
+    says so), a sitecustomize of the user's or the host's still runs, JAX and TensorFlow get their
+    environment, and bad values are refused before the job exists."""
+
+    FAKE_TORCH = os.path.join(HERE, "fake_torch")
+
+    def stderr_log(self, job):
+        with open(os.path.join(job.job_dir, "logs", "stderr.log"), errors="replace") as f:
+            return f.read()
+
+    def test_torch_gets_the_cap_on_its_device_when_cuda_starts(self):
+        job = Job(self, "memfrac-fake-torch")
+        log = os.path.join(job.dir, "torch.log")
+        trainer = ("import os, torch\n"
+                   "print('before init:', open(os.environ['FAKE_TORCH_LOG']).read() if os.path.exists(os.environ['FAKE_TORCH_LOG']) else 'nothing')\n"
+                   "torch.cuda.init()\n")
+        env = {"PYTHONPATH": self.FAKE_TORCH, "FAKE_TORCH_LOG": log}
+        proc = job.run(["--gpu-memory-fraction", "30%"], [PYTHON, "-c", trainer], env=env)
+        self.assert_exit(proc, 0)
+        # Nothing at import: no CUDA context before the trainer uses CUDA.
+        self.assertIn("before init: nothing", job.stdout_log())
+        with open(log) as f:
+            self.assertEqual(f.read().splitlines(), ["init", "fraction 0.3 device 0 initialized True"])
+        self.assertIn("gpuhost: torch: CUDA memory of this process capped at 0.3 of device 0", self.stderr_log(job))
+        self.assertIn("may take 30 % of a GPU's memory", proc.stderr)
+        self.assertIn("TensorFlow reads no memory cap from the environment", proc.stderr)
+        # Under torchrun each rank caps its own device (LOCAL_RANK), not every visible one.
+        os.remove(log)
+        proc = job.run(["--gpu-memory-fraction", "0.25", "--env", "LOCAL_RANK=1", "--env", "CUDA_VISIBLE_DEVICES=0,1"],
+                       [PYTHON, "-c", trainer], env=env)
+        self.assert_exit(proc, 0)
+        with open(log) as f:
+            self.assertEqual(f.read().splitlines(), ["init", "fraction 0.25 device 1 initialized True"])
+
+    @needs(torch_available(), "Debian's python3-torch for /usr/bin/python3")
+    def test_real_torch_still_trains_and_the_users_sitecustomize_still_runs(self):
+        job = Job(self, "memfrac-real-torch")
+        own = os.path.join(job.dir, "own-site")
+        os.makedirs(own)
+        marker = os.path.join(job.dir, "own-sitecustomize-ran")
+        with open(os.path.join(own, "sitecustomize.py"), "w") as f:
+            f.write("open(%r, 'w').write('yes')\n" % marker)
+        trainer = ("import os, torch\n"
+                   "x = torch.nn.Linear(4, 1)(torch.ones(2, 4)).sum(); x.backward()\n"
+                   "print('trained', float(x) == float(x))\n"
+                   "print('jax', os.environ['XLA_PYTHON_CLIENT_MEM_FRACTION'], 'tf', os.environ['TF_FORCE_GPU_ALLOW_GROWTH'])\n")
+        proc = job.run(["--gpu-memory-fraction", "0.5"], [SYSTEM_PYTHON, "-c", trainer], env={"PYTHONPATH": own})
+        self.assert_exit(proc, 0)
+        self.assertIn("trained True", job.stdout_log())
+        self.assertIn("jax 0.5 tf true", job.stdout_log())
+        self.assertIn("gpuhost: torch: CUDA is not available in this process; no memory fraction set", self.stderr_log(job))
+        self.assertTrue(os.path.exists(marker), "the user's sitecustomize.py did not run")
+        with open(os.path.join(job.job_dir, "job.json")) as f:
+            environment = json.load(f)["environment"]
+        self.assertTrue(environment["PYTHONPATH"].endswith(":" + own), environment)
+        self.assertEqual(environment["GPUHOST_TORCH_MEMORY_FRACTION"], "0.5")
+
+    def test_bad_fractions_are_refused_before_the_job_exists(self):
+        job = Job(self, "memfrac-bad")
+        for value in ("0", "1.5", "-0.2", "abc", "150%", ""):
+            proc = job.run(["--gpu-memory-fraction", value], [PYTHON, "-c", "pass"])
+            self.assert_exit(proc, 2)
+            self.assertIn("--gpu-memory-fraction expects a share of each GPU's memory in (0, 1]", proc.stderr)
+        self.assertFalse(os.path.exists(job.job_dir))
+
+
 if __name__ == "__main__":
     unittest.main()
