@@ -76,6 +76,7 @@ json::Value advice_json(const supervise::JobAdvice& advice) {
   doc["step_seconds"] = advice.step_seconds ? json::Value(*advice.step_seconds) : json::Value();
   doc["last_run_step_seconds"] =
       advice.last_run_step_seconds ? json::Value(*advice.last_run_step_seconds) : json::Value();
+  doc["mfu_percent"] = advice.mfu_percent ? json::Value(*advice.mfu_percent) : json::Value();
   doc["unseen"] = advice.unseen;
   json::Value findings = json::Value::array();
   for (const auto& f : advice.findings) {
@@ -117,6 +118,11 @@ void render_advice(std::ostream& out, const supervise::JobAdvice& advice, const 
       out << text;
     }
     out << "\n";
+  }
+  if (advice.mfu_percent) {
+    char text[128];
+    std::snprintf(text, sizeof text, "  MFU        %.3g %% (the trainer's own figure)\n", *advice.mfu_percent);
+    out << text;
   }
   if (!advice.unseen.empty()) out << "  " << style.dim("not seen: " + advice.unseen) << "\n";
 }

@@ -285,6 +285,7 @@ void fold_advice(JobState& state, const JournalRecord& record) {
     advice.step_seconds = v->as_number();
   if (const json::Value* v = f.find("last_run_step_seconds"); v && v->is_number())
     advice.last_run_step_seconds = v->as_number();
+  if (const json::Value* v = f.find("mfu_percent"); v && v->is_number()) advice.mfu_percent = v->as_number();
   advice.unseen = f.get_string("gpu_unseen");
   if (std::string host = f.get_string("host_unseen"); !host.empty())
     advice.unseen += (advice.unseen.empty() ? "" : "; ") + host;
@@ -298,6 +299,11 @@ void fold_advice(JobState& state, const JournalRecord& record) {
   if (advice.step_seconds) {
     summary += "; " + step_time_text(*advice.step_seconds, advice.last_run_step_seconds);
     state.run_step_seconds = advice.step_seconds;
+  }
+  if (advice.mfu_percent) {
+    char text[48];
+    std::snprintf(text, sizeof text, "; MFU %.3g %%", *advice.mfu_percent);
+    summary += text;
   }
   add_event(state, record, std::move(summary));
   state.advice = std::move(advice);

@@ -88,6 +88,7 @@ struct JobAdvice {
   std::vector<Finding> findings;
   std::optional<double> step_seconds;           // the trainer's step time over the window
   std::optional<double> last_run_step_seconds;  // the run before's, when it had one
+  std::optional<double> mfu_percent;            // the trainer's own MFU figure, newest in the window
   std::string unseen;                           // what the advisor could not read, if anything
 };
 

@@ -85,6 +85,10 @@ void Supervisor::record_advice() {
     fields["steps"] = steps;
   }
   if (state().last_run_step_seconds) fields["last_run_step_seconds"] = *state().last_run_step_seconds;
+  // MFU as the trainer itself reports it: model FLOPs per token and the GPU's dense peak are its
+  // own assumptions (nanoGPT: 6N + 12·L·H·Q·T against an A100's 312 TFLOPS bf16).
+  if (const auto mfu = m_metrics ? m_metrics->attempt_mfu_percent() : std::nullopt)
+    fields["mfu_percent"] = std::round(*mfu * 100) / 100;
   record("advice", std::move(fields));
 }
 

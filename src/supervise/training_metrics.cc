@@ -1,6 +1,8 @@
 #include "supervise/training_metrics.h"
 
 #include <atomic>
+#include <cctype>
+#include <cmath>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -22,6 +24,7 @@ struct TrainingMetricsRecorder::State {
   metrics::OutputStreamParser err_parser;
   std::atomic<std::int64_t> newest_step{-1};
   std::atomic<std::int64_t> attempt_step{-1};  // the newest since child_started()
+  std::atomic<double> attempt_mfu{-1};         // percent; < 0: none since child_started()
 
   void note_step(std::int64_t step) {
     if (step > newest_step.load(std::memory_order_relaxed))
@@ -38,6 +41,7 @@ struct TrainingMetricsRecorder::State {
   void record(std::vector<metrics::Point>& points, std::string_view source) {
     for (auto& point : points) {
       if (point.step) note_step(*point.step);
+      if (auto mfu = mfu_percent_of(point.name, point.value)) attempt_mfu.store(*mfu, std::memory_order_relaxed);
       history->append(point, source);
     }
     points.clear();
@@ -69,6 +73,8 @@ void TrainingMetricsRecorder::State::run_tailer() {
     for (const std::string& warning : tailer.take_warnings()) message("training metrics: " + warning);
     for (auto& item : found) {
       if (item.point.step) note_step(*item.point.step);
+      if (auto mfu = mfu_percent_of(item.point.name, item.point.value))
+        attempt_mfu.store(*mfu, std::memory_order_relaxed);
       history->append(item.point, item.source);
     }
     // Points first, then the consumption state: a kill between the two repeats points at worst,
@@ -149,6 +155,7 @@ void TrainingMetricsRecorder::child_started() {
   }
   m_state->record(points, "output");
   m_state->attempt_step.store(-1, std::memory_order_relaxed);
+  m_state->attempt_mfu.store(-1, std::memory_order_relaxed);
 }
 
 std::optional<std::int64_t> TrainingMetricsRecorder::newest_step() const {
@@ -161,6 +168,26 @@ std::optional<std::int64_t> TrainingMetricsRecorder::attempt_step() const {
   const std::int64_t step = m_state->attempt_step.load(std::memory_order_relaxed);
   if (step < 0) return std::nullopt;
   return step;
+}
+
+std::optional<double> TrainingMetricsRecorder::attempt_mfu_percent() const {
+  const double mfu = m_state->attempt_mfu.load(std::memory_order_relaxed);
+  if (mfu < 0) return std::nullopt;
+  return mfu;
+}
+
+std::optional<double> mfu_percent_of(std::string_view name, double value) {
+  if (!std::isfinite(value) || value < 0) return std::nullopt;
+  std::string key(name);
+  for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const auto last = key.find_last_of("/.");
+  const std::string leaf = last == std::string::npos ? key : key.substr(last + 1);
+  if (leaf == "mfu_percent" || leaf.ends_with("_mfu_percent")) return value <= 100 ? std::optional<double>(value) : std::nullopt;
+  if (leaf == "mfu" || leaf.ends_with("_mfu")) {
+    if (value <= 1.5) return value * 100;
+    return value <= 100 ? std::optional<double>(value) : std::nullopt;
+  }
+  return std::nullopt;
 }
 
 }  // namespace gpuhost::supervise

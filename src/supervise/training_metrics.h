@@ -25,6 +25,9 @@ struct TrainingMetricsOptions {
   std::function<void(std::string_view)> on_message;  // problems, once each ("metrics disabled: ...")
 };
 
+// The MFU in percent a point carries (see attempt_mfu_percent); nullopt for other points.
+[[nodiscard]] std::optional<double> mfu_percent_of(std::string_view name, double value);
+
 // A job's training scalars while it runs, with no change to the trainer: its output lines (both
 // streams) parsed as they arrive, and the files it writes (TensorBoard, trainer_state.json, CSV
 // loggers, the JSON-lines channel) tailed on a thread, all appended to the job's MetricHistory.
@@ -47,6 +50,10 @@ class TrainingMetricsRecorder {
   // The newest step the current child reported (none before its first): the advisor's step
   // time, which must not count a restarted trainer's steps below the previous one's newest.
   [[nodiscard]] std::optional<std::int64_t> attempt_step() const;
+  // The newest model FLOPs utilisation the current child printed or logged, in percent: nanoGPT's
+  // `mfu 35.21%` and torchtitan's `mfu: 40.12%` (mfu_percent), or a logged `mfu` / `train/mfu`
+  // (Lightning's ThroughputMonitor: a fraction, times 100 when at most 1.5).
+  [[nodiscard]] std::optional<double> attempt_mfu_percent() const;
 
  private:
   struct State;

@@ -56,6 +56,10 @@ void append_advice(const JobEmitter& e, const supervise::JobState& state) {
   if (state.advice->step_seconds)
     e.gauge("gpuhost_job_step_seconds", "The trainer's step time over the advisor's newest window",
             *state.advice->step_seconds);
+  if (state.advice->mfu_percent)
+    e.gauge("gpuhost_job_mfu_ratio",
+            "Model FLOPs utilisation as the trainer reports it (its mfu line or logged metric), 0..1",
+            *state.advice->mfu_percent / 100);
   if (state.last_run_step_seconds)
     e.gauge("gpuhost_job_last_run_step_seconds",
             "The step time the advisor measured in the job's previous run", *state.last_run_step_seconds);

@@ -242,6 +242,19 @@ class AdviceInRun(AdviseTestCase):
         self.assertEqual(advice["gpus_seen"], 1)
         self.assertIn("no finding: nothing seen holds the job back", job.gpuhost("status", job.name).stdout)
 
+    def test_the_trainers_own_mfu_figure_is_journalled_and_shown(self):
+        # nanoGPT prints its own MFU estimate (6N + 12·L·H·Q·T FLOPs per token against its GPU's
+        # peak): gpuhost reports it as the trainer's figure, in the advice record, status and /metrics.
+        job = Job(self, "advice-mfu")
+        proc = job.start(["--advise", "2"], [TORCH_PYTHON, INPUT_TRAINER, "--compute", "--mfu", "41.5"],
+                         env=scenario_env("a100_busy_training"))
+        self.addCleanup(self.stop, proc)
+        advice = self.wait_for_advice(job, proc, lambda r: "mfu_percent" in r, "an advice record with the MFU")
+        self.assertEqual(advice["mfu_percent"], 41.5, advice)
+        self.assertEqual(job.status()["advice"]["mfu_percent"], 41.5)
+        self.assertIn("MFU        41.5 % (the trainer's own figure)", job.gpuhost("status", job.name).stdout)
+        self.assertIn("; MFU 41.5 %", job.gpuhost("status", job.name, "--events", "0").stdout)
+
     def test_advise_off_journals_no_advice(self):
         job = Job(self, "advice-off")
         finished = job.run(["--advise", "off"], [TORCH_PYTHON, INPUT_TRAINER, "--steps", "40"],

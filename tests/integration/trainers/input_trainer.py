@@ -8,7 +8,8 @@ pixels from a file under --data instead (os.pread of each sample, or np.memmap),
 off and, with --evict, the file dropped from the page cache at the start of every epoch
 (posix_fadvise DONTNEED): each sample then comes from the disk, the main thread waits on storage.
 
-Prints "step N loss X" every 10 steps until --steps (0: until stopped)."""
+Prints "step N loss X" every 10 steps until --steps (0: until stopped); with --mfu P, nanoGPT's
+line instead: "iter N: loss X, time Tms, mfu P%" (the MFU figure the trainer estimates itself)."""
 import argparse
 import mmap
 import os
@@ -90,6 +91,7 @@ def main():
     p.add_argument("--source", choices=("decode", "file", "memmap"), default="decode")
     p.add_argument("--data", default="data")
     p.add_argument("--evict", action="store_true")
+    p.add_argument("--mfu", type=float)
     args = p.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -126,7 +128,9 @@ def main():
         loss.backward()
         opt.step()
         step += 1
-        if step % 10 == 0:
+        if step % 10 == 0 and args.mfu is not None:
+            print("iter %d: loss %.4f, time 12.00ms, mfu %.2f%%" % (step, loss.item(), args.mfu), flush=True)
+        elif step % 10 == 0:
             print("step %d loss %.4f" % (step, loss.item()), flush=True)
         if args.steps and step >= args.steps:
             break
