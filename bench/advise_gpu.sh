@@ -8,7 +8,9 @@
 #    `gpuhost advise --json`: the first must be input_bound, the second have no finding.
 # 2. A fp32 and a bf16 matmul loop: on Hopper and later the fp32 one must get no_mixed_precision
 #    (GPM tensor activity ~0) and the bf16 one must not.
-# 3. Read-only queries: NVML utilisation vs GPM in `gpuhost doctor --json`; MIG profiles.
+# 3. Read-only queries: NVML utilisation vs GPM in `gpuhost doctor --json`; MIG profiles, by
+#    nvidia-smi and by `gpuhost mig list` / `export`.
+# 4. `run --gpu-memory-fraction 0.25` on a CUDA torch: an allocation past the cap must fail.
 #
 # Usage: bench/advise_gpu.sh [BUILD_DIR]   (default build/linux); prints the findings and a line
 # per check: "ok" or "UNEXPECTED".
@@ -66,3 +68,17 @@ for g in json.load(sys.stdin)["facts"]["gpu"]["devices"]:
     print(g.get("name"), "utilization", g.get("utilization"), "gpm", g.get("gpm"))'
 nvidia-smi mig -lgip || echo "MIG: not supported or not enabled on this GPU"
 nvidia-smi mig -lgi || true
+# gpuhost's own MIG reading, read-only: the mode, the profiles it resolves through NVML (to compare
+# with nvidia-smi mig -lgip above: names, IDs, memory) and the layout as a mig-parted file.
+"$bin" mig list || true
+"$bin" mig export || true
+# A memory cap on a real CUDA torch: the hook's line on stderr, and the allocator's limit.
+"$bin" run --name memcap --checkpoints "$work/memcap" --cloud none --gpu-memory-fraction 0.25 -- "$python" -c '
+import torch
+torch.ones(1, device="cuda")
+free, total = torch.cuda.mem_get_info()
+try:
+    torch.empty(int(total * 0.5), dtype=torch.uint8, device="cuda")
+    print("UNEXPECTED: half the GPU was allocated under a 0.25 cap")
+except torch.cuda.OutOfMemoryError:
+    print("ok: an allocation past the 0.25 cap raised OutOfMemoryError")' 2>&1 | grep -E "gpuhost: torch|ok:|UNEXPECTED" || true
