@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,5 +35,8 @@ namespace gpuhost {
 // `digits` random lowercase hex digits from std::random_device: names that must not collide
 // (run tokens, probe objects), never secrets.
 [[nodiscard]] std::string random_hex(std::size_t digits);
+
+// Appends the UTF-8 encoding of `code_point` (REQUIRES: at most U+10FFFF, not a surrogate).
+void append_utf8(std::string& out, std::uint32_t code_point);
 
 }  // namespace gpuhost

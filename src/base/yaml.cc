@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "base/strings.h"
+
 namespace gpuhost::yaml {
 
 using json::Value;
@@ -99,24 +101,6 @@ Value resolve_plain(const std::string& s) {
     if (digits) return Value(static_cast<long long>(std::stoll(s)));
   }
   return Value(s);
-}
-
-void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 // Reads inline content of one line: scalars, quoted strings, flow collections. `column0` is the

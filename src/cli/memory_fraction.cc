@@ -17,13 +17,16 @@ Result<double> parse_memory_fraction(std::string_view text) {
   }
   auto number = parse_double(value);
   if (!number || !(*number / scale > 0) || *number / scale > 1)
-    return make_error(ErrorCode::invalid_argument, "--gpu-memory-fraction expects a share of each GPU's memory in "
-                                                   "(0, 1], such as 0.3 or 30%, got '" + std::string(text) + "'");
+    return make_error(ErrorCode::invalid_argument,
+                      "--gpu-memory-fraction expects a share of each GPU's memory in "
+                      "(0, 1], such as 0.3 or 30%, got '" +
+                          std::string(text) + "'");
   return *number / scale;
 }
 
 Result<MemoryFractionSetup> memory_fraction_setup(double fraction, const std::filesystem::path& jobs_root,
-                                                  const std::optional<std::string>& python_path, bool windows) {
+                                                  const std::optional<std::string>& python_path,
+                                                  bool windows) {
   const EmbeddedFile* hook = assets::find_embedded("memory_fraction_sitecustomize.py");
   if (!hook) return make_error(ErrorCode::internal, "the memory-fraction hook is not in this build");
   const std::filesystem::path dir = jobs_root / ".python" / "memory-fraction";
@@ -48,10 +51,12 @@ Result<MemoryFractionSetup> memory_fraction_setup(double fraction, const std::fi
                        {"TF_FORCE_GPU_ALLOW_GROWTH", "true"}};
   std::snprintf(text, sizeof text, "%.3g %%", fraction * 100);
   setup.notes.push_back(std::string("each Python process of this job may take ") + text +
-                        " of a GPU's memory: PyTorch through a sitecustomize hook on PYTHONPATH (" + file.string() +
+                        " of a GPU's memory: PyTorch through a sitecustomize hook on PYTHONPATH (" +
+                        file.string() +
                         "; it says on stderr what it set), JAX through XLA_PYTHON_CLIENT_MEM_FRACTION");
   setup.notes.push_back(
-      "TensorFlow reads no memory cap from the environment: TF_FORCE_GPU_ALLOW_GROWTH=true makes it take memory as it "
+      "TensorFlow reads no memory cap from the environment: TF_FORCE_GPU_ALLOW_GROWTH=true makes it take "
+      "memory as it "
       "needs it instead of all at start; a hard cap needs tf.config.set_logical_device_configuration(..., "
       "memory_limit=...) in the code. A non-Python trainer gets no cap");
   return setup;

@@ -19,7 +19,7 @@ namespace gpuhost::cli {
 
 struct MemoryFractionSetup {
   std::vector<std::pair<std::string, std::string>> environment;  // for the trainer
-  std::vector<std::string> notes;                                 // for the console
+  std::vector<std::string> notes;                                // for the console
 };
 
 // "0.3" or "30%" -> 0.3; invalid_argument unless 0 < F <= 1.
@@ -29,7 +29,8 @@ struct MemoryFractionSetup {
 // GPUHOST_TORCH_MEMORY_FRACTION, PYTHONPATH (the hook's folder, then `python_path`),
 // XLA_PYTHON_CLIENT_MEM_FRACTION and TF_FORCE_GPU_ALLOW_GROWTH=true. io_error when the hook cannot
 // be written.
-[[nodiscard]] Result<MemoryFractionSetup> memory_fraction_setup(double fraction, const std::filesystem::path& jobs_root,
+[[nodiscard]] Result<MemoryFractionSetup> memory_fraction_setup(double fraction,
+                                                                const std::filesystem::path& jobs_root,
                                                                 const std::optional<std::string>& python_path,
                                                                 bool windows);
 

@@ -50,6 +50,26 @@ std::string derived_profile_name(const nvmlGpuInstanceProfileInfo_t& info, std::
   return std::to_string(info.sliceCount) + "g." + std::to_string(gb) + "gb" + profile_attribute(index);
 }
 
+// The compute instances of GPU instance `gi`, each with its slice count (every compute-instance
+// profile asked in turn); empty where the library lacks the calls.
+std::vector<std::pair<nvmlComputeInstance_t, unsigned>> compute_instances(const NvmlFunctions& f,
+                                                                          nvmlGpuInstance_t gi) {
+  std::vector<std::pair<nvmlComputeInstance_t, unsigned>> out;
+  if (!f.gpu_instance_get_compute_instance_profile_info || !f.gpu_instance_get_compute_instances) return out;
+  for (unsigned c = 0; c < std::size(k_ci_profile_slices); ++c) {
+    nvmlComputeInstanceProfileInfo_t ci{};
+    if (f.gpu_instance_get_compute_instance_profile_info(gi, c, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED,
+                                                         &ci) != NVML_SUCCESS)
+      continue;
+    std::vector<nvmlComputeInstance_t> list(std::max(ci.instanceCount, 1u) + 1);
+    unsigned n = 0;
+    if (f.gpu_instance_get_compute_instances(gi, ci.id, list.data(), &n) != NVML_SUCCESS) continue;
+    for (unsigned k = 0; k < std::min<unsigned>(n, static_cast<unsigned>(list.size())); ++k)
+      out.emplace_back(list[k], ci.sliceCount);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::string> MigGpuInstance::layout_names(unsigned gi_slices) const {
@@ -154,19 +174,7 @@ Result<std::vector<MigGpu>> MigManager::read() const {
           nvmlGpuInstanceInfo_t info{};
           if (f.gpu_instance_get_info(list[i], &info) != NVML_SUCCESS) continue;
           MigGpuInstance gi{info.id, p.name, info.placement.start, info.placement.size, {}};
-          if (f.gpu_instance_get_compute_instance_profile_info && f.gpu_instance_get_compute_instances) {
-            for (unsigned c = 0; c < std::size(k_ci_profile_slices); ++c) {
-              nvmlComputeInstanceProfileInfo_t ci{};
-              if (f.gpu_instance_get_compute_instance_profile_info(
-                      list[i], c, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &ci) != NVML_SUCCESS)
-                continue;
-              std::vector<nvmlComputeInstance_t> cis(std::max(ci.instanceCount, 1u) + 1);
-              unsigned m = 0;
-              if (f.gpu_instance_get_compute_instances(list[i], ci.id, cis.data(), &m) != NVML_SUCCESS)
-                continue;
-              for (unsigned k = 0; k < m; ++k) gi.compute_slices.push_back(ci.sliceCount);
-            }
-          }
+          for (const auto& ci : compute_instances(f, list[i])) gi.compute_slices.push_back(ci.second);
           g.instances.push_back(std::move(gi));
         }
       }
@@ -220,19 +228,10 @@ Result<void> MigManager::clear(unsigned index) const {
     if (f.device_get_gpu_instances(device, info.id, list.data(), &n) != NVML_SUCCESS) continue;
     for (unsigned i = 0; i < std::min<unsigned>(n, static_cast<unsigned>(list.size())); ++i) {
       // Compute instances first: a GPU instance that still has one cannot be destroyed.
-      for (unsigned c = 0; c < std::size(k_ci_profile_slices); ++c) {
-        nvmlComputeInstanceProfileInfo_t ci{};
-        if (f.gpu_instance_get_compute_instance_profile_info(
-                list[i], c, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &ci) != NVML_SUCCESS)
-          continue;
-        std::vector<nvmlComputeInstance_t> cis(std::max(ci.instanceCount, 1u) + 1);
-        unsigned m = 0;
-        if (f.gpu_instance_get_compute_instances(list[i], ci.id, cis.data(), &m) != NVML_SUCCESS) continue;
-        for (unsigned k = 0; k < m; ++k)
-          if (nvmlReturn_t s = f.compute_instance_destroy(cis[k]); s != NVML_SUCCESS)
-            return make_error(ErrorCode::io_error, "GPU " + std::to_string(index) +
-                                                       ": destroying a compute instance: " + error_text(s));
-      }
+      for (const auto& ci : compute_instances(f, list[i]))
+        if (nvmlReturn_t s = f.compute_instance_destroy(ci.first); s != NVML_SUCCESS)
+          return make_error(ErrorCode::io_error, "GPU " + std::to_string(index) +
+                                                     ": destroying a compute instance: " + error_text(s));
       if (nvmlReturn_t s = f.gpu_instance_destroy(list[i]); s != NVML_SUCCESS)
         return make_error(ErrorCode::io_error,
                           "GPU " + std::to_string(index) + ": destroying a GPU instance: " + error_text(s));

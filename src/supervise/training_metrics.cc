@@ -41,7 +41,8 @@ struct TrainingMetricsRecorder::State {
   void record(std::vector<metrics::Point>& points, std::string_view source) {
     for (auto& point : points) {
       if (point.step) note_step(*point.step);
-      if (auto mfu = mfu_percent_of(point.name, point.value)) attempt_mfu.store(*mfu, std::memory_order_relaxed);
+      if (auto mfu = mfu_percent_of(point.name, point.value))
+        attempt_mfu.store(*mfu, std::memory_order_relaxed);
       history->append(point, source);
     }
     points.clear();
@@ -102,7 +103,8 @@ TrainingMetricsRecorder::TrainingMetricsRecorder(TrainingMetricsOptions options)
   }
   m_state->history = std::move(*history);
   for (const auto& info : m_state->history->series())
-    if (info.last_step && *info.last_step > m_state->newest_step.load()) m_state->newest_step.store(*info.last_step);
+    if (info.last_step && *info.last_step > m_state->newest_step.load())
+      m_state->newest_step.store(*info.last_step);
   m_state->tailer_thread = std::thread([state = m_state.get()] { state->run_tailer(); });
 }
 
@@ -182,7 +184,8 @@ std::optional<double> mfu_percent_of(std::string_view name, double value) {
   for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   const auto last = key.find_last_of("/.");
   const std::string leaf = last == std::string::npos ? key : key.substr(last + 1);
-  if (leaf == "mfu_percent" || leaf.ends_with("_mfu_percent")) return value <= 100 ? std::optional<double>(value) : std::nullopt;
+  if (leaf == "mfu_percent" || leaf.ends_with("_mfu_percent"))
+    return value <= 100 ? std::optional<double>(value) : std::nullopt;
   if (leaf == "mfu" || leaf.ends_with("_mfu")) {
     if (value <= 1.5) return value * 100;
     return value <= 100 ? std::optional<double>(value) : std::nullopt;
