@@ -143,7 +143,7 @@ HostWindow summarize_host(const HostReadings& before, const HostReadings& after,
   if (before.group.io_visible && after.group.io_visible && after.group.read_bytes >= before.group.read_bytes)
     h.read_mib_per_s =
         static_cast<double>(after.group.read_bytes - before.group.read_bytes) / (1024.0 * 1024.0) / seconds;
-  if (after.group.major_faults >= before.group.major_faults)
+  if (before.group.faults_visible && after.group.faults_visible && after.group.major_faults >= before.group.major_faults)
     h.major_faults_per_s =
         static_cast<double>(after.group.major_faults - before.group.major_faults) / seconds;
   if (before.swapped_in_pages && after.swapped_in_pages &&

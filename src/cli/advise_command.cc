@@ -32,7 +32,8 @@ and pt_data_pin thread, storage reads, major faults) with the host's pressure (P
 
 A verdict rests on two signals that agree (the GPU waits and the loader is saturated); a hint
 on one. Each names its threshold and where it comes from (doc/advise.md). A healthy job gets
-none. On Windows the trainer's threads are not read: GPU findings only, and it says so.
+none. On Windows the trainer's process tree is read instead (each thread's CPU time, the
+processes' reads; no ready-queue time or major faults, which Windows does not keep per thread).
 
 Flags:
   --seconds N            how long to watch (default 10; 1..600)

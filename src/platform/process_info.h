@@ -46,15 +46,21 @@ struct GroupProcess {
 struct GroupActivity {
   std::vector<GroupProcess> processes;
   std::vector<ThreadTimes> threads;
-  std::uint64_t read_bytes = 0;    // bytes its processes had the block layer fetch (/proc/PID/io)
+  // Linux: bytes its processes had the block layer fetch (/proc/PID/io read_bytes); Windows: every
+  // byte they read (GetProcessIoCounters' ReadTransferCount: files, pipes and sockets alike).
+  std::uint64_t read_bytes = 0;
   std::uint64_t major_faults = 0;  // page faults that needed a disk read (/proc/PID/stat majflt)
-  bool io_visible = true;          // false when /proc/PID/io could not be read (another user's)
+  bool io_visible = true;          // false when the I/O counters could not be read (another user's)
+  bool faults_visible = true;      // false where the OS counts no major faults apart (Windows)
 };
 
 // Every thread of every process in process group `pgid` (the supervisor starts the trainer as a
-// group leader, and its DataLoader workers inherit the group). Linux: /proc; an error when no
-// process of the group is left. Windows: `unsupported` (per-thread names of another process are
-// not read there yet; callers say they cannot see it).
+// group leader, and its DataLoader workers inherit the group); an error when no process of the
+// group is left. Linux: /proc. Windows, which has no process groups: the process `pgid` and its
+// descendants (a Toolhelp snapshot's parent links), each thread's CPU time (GetThreadTimes) and
+// name (GetThreadDescription, where the OS has it), each process's command line
+// (NtQueryInformationProcess, for spawned DataLoader workers) and reads; no runqueue time and no
+// major faults, which Windows does not keep per thread or apart.
 [[nodiscard]] Result<GroupActivity> read_group_activity(long pgid);
 
 // The host's pressure stall information, "some" avg10 in percent, for "cpu", "io" or "memory"

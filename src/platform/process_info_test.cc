@@ -10,6 +10,8 @@
 #ifndef _WIN32
 #include <pthread.h>
 #include <unistd.h>
+#else
+#include <windows.h>
 #endif
 
 #include "platform/process.h"
@@ -49,7 +51,7 @@ TEST(GroupActivity, CountsTheCpuOfALiveNamedThread) {
                                 [](const ThreadTimes& t) { return t.name == "pt_data_pin"; });
   ASSERT_NE(pin, activity->threads.end());
   EXPECT_EQ(pin->pid, getpid());
-  EXPECT_GT(pin->cpu_seconds, 0.05);  // it spun for half a second, with two cores on the host
+  EXPECT_GT(pin->cpu_seconds, 0.05);               // it spun for half a second, with two cores on the host
   ASSERT_TRUE(pin->runqueue_seconds.has_value());  // Debian's kernel keeps schedstat
   EXPECT_GE(*pin->runqueue_seconds, 0.0);
   const auto main_thread = std::find_if(activity->threads.begin(), activity->threads.end(),
@@ -74,10 +76,36 @@ TEST(HostPressure, ReadsPsiWhereTheKernelHasIt) {
   EXPECT_TRUE(swapped_in_pages().has_value());  // /proc/vmstat always has pswpin
 }
 #else
-TEST(GroupActivity, IsUnsupportedOnWindowsAndSaysSo) {
-  auto activity = read_group_activity(4);
-  ASSERT_FALSE(activity.has_value());
-  EXPECT_EQ(activity.error().code, ErrorCode::unsupported);
+// Windows: this process's tree, a spinning thread's CPU time, and the reads; no major faults.
+TEST(GroupActivity, CountsTheCpuOfALiveThreadOfTheProcessTree) {
+  std::atomic<bool> stop{false};
+  std::atomic<long> spinner{0};
+  std::thread busy([&] {
+    spinner = static_cast<long>(GetCurrentThreadId());
+    volatile unsigned long spin = 0;
+    while (!stop) spin = spin + 1;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const long self = current_process_id();
+  auto activity = read_group_activity(self);
+  stop = true;
+  busy.join();
+  ASSERT_TRUE(activity.has_value()) << activity.error().message;
+  ASSERT_FALSE(activity->processes.empty());
+  EXPECT_EQ(activity->processes.front().pid, self);
+  EXPECT_TRUE(activity->processes.front().name.starts_with("platform_test"))
+      << activity->processes.front().name;
+  const auto thread = std::find_if(activity->threads.begin(), activity->threads.end(),
+                                   [&](const ThreadTimes& t) { return t.tid == spinner; });
+  ASSERT_NE(thread, activity->threads.end());
+  EXPECT_EQ(thread->pid, self);
+  EXPECT_GT(thread->cpu_seconds, 0.05);
+  EXPECT_FALSE(thread->runqueue_seconds.has_value());  // Windows keeps no per-thread ready time
+  EXPECT_FALSE(activity->faults_visible);
+  EXPECT_TRUE(activity->io_visible);
+  auto gone = read_group_activity(2147483645L);
+  ASSERT_FALSE(gone.has_value());
+  EXPECT_EQ(gone.error().code, ErrorCode::not_found);
   EXPECT_FALSE(pressure_some_avg10("io").has_value());
   EXPECT_FALSE(swapped_in_pages().has_value());
 }

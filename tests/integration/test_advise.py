@@ -58,7 +58,7 @@ class AdviseTestCase(RunTestCase):
         return json.loads(proc.stdout)
 
 
-@unittest.skipIf(IS_WINDOWS_BUILD, "the trainer's threads are read on Linux (WindowsAdvice in test_run_windows: the GPU side only)")
+@unittest.skipIf(IS_WINDOWS_BUILD, "PyTorch trainers run on Linux here (Wine has no Python): WindowsAdvice in test_run_windows judges a native trainer")
 @needs(torch_available(), "Debian's python3-torch for /usr/bin/python3")
 class InputBound(AdviseTestCase):
     def test_main_thread_loading_with_a_waiting_gpu_is_input_bound_with_the_num_workers_fix(self):
@@ -142,7 +142,7 @@ class InputBound(AdviseTestCase):
         self.assertEqual(report["findings"], [], report)  # no GPU reading: no GPU claim
 
 
-@unittest.skipIf(IS_WINDOWS_BUILD, "the trainer's threads are read on Linux")
+@unittest.skipIf(IS_WINDOWS_BUILD, "PyTorch trainers run on Linux here (Wine has no Python)")
 @needs(torch_available(), "Debian's python3-torch for /usr/bin/python3")
 class AdviceInRun(AdviseTestCase):
     """The advisor inside `gpuhost run --advise SECONDS`: the same judgement, journalled as

@@ -4,7 +4,7 @@
 //   native_trainer [--steps N] [--step-time-ms MS] [--every N] [--out DIR] [--size K]
 //                  [--resume PATH] [--resume-log FILE] [--final-state FILE] [--pid-file FILE]
 //                  [--save-request FILE] [--ignore-save-requests] [--fail-at-step N
-//                  [--fail-once-marker FILE]] [--spawn-grandchild PIDFILE]
+//                  [--fail-once-marker FILE]] [--spawn-grandchild PIDFILE] [--spin]
 //   native_trainer --sleep-forever --pid-file FILE
 //
 // The model is K doubles; step s sets w[i] = w[i]*0.999 + sin(s*i)*1e-3, so a run resumed from an
@@ -72,6 +72,7 @@ struct Options {
   std::string resume, resume_log, final_state, pid_file, save_request, fail_once_marker, spawn_grandchild;
   bool ignore_save_requests = false;
   bool sleep_forever = false;
+  bool spin = false;  // --spin: each step's time is spent computing (a busy main thread), not asleep
 };
 
 std::optional<Options> parse(int argc, char** argv) {
@@ -84,6 +85,10 @@ std::optional<Options> parse(int argc, char** argv) {
     }
     if (flag == "--sleep-forever") {
       o.sleep_forever = true;
+      continue;
+    }
+    if (flag == "--spin") {
+      o.spin = true;
       continue;
     }
     if (i + 1 >= argc) {
@@ -407,7 +412,14 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < weights.size(); ++i) {
       weights[i] = weights[i] * 0.999 + std::sin(static_cast<double>(step) * static_cast<double>(i)) * 1e-3;
     }
-    if (o.step_time_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.step_time_ms));
+    if (o.step_time_ms > 0 && o.spin) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.step_time_ms);
+      volatile double sink = 0;
+      while (std::chrono::steady_clock::now() < until)
+        for (int k = 0; k < 1000; ++k) sink = sink + std::sin(k * 1e-3);
+    } else if (o.step_time_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(o.step_time_ms));
+    }
     say("step " + std::to_string(step));
     const bool by_signal = g_save_requested.exchange(0) != 0 && !o.ignore_save_requests;
     const bool by_file = take_request_file(request_file);
