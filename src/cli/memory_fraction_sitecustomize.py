@@ -6,9 +6,10 @@ gpuhost puts this folder first on the trainer's PYTHONPATH, so Python runs this 
   - runs the sitecustomize it shadows, if any (Debian ships one), so nothing of the host's is lost;
   - waits for `import torch` (a finder on sys.meta_path that steps aside once torch is found) and
     queues torch.cuda.set_per_process_memory_fraction(F, device) for CUDA's lazy initialisation
-    (torch.cuda._lazy_call), so no CUDA context is made before the trainer uses CUDA and none on a
-    GPU it does not use: the device is LOCAL_RANK under torchrun and similar launchers, else
-    every visible device.
+    (torch.cuda._lazy_call). Nothing touches CUDA at import: a trainer that sets
+    CUDA_VISIBLE_DEVICES after `import torch` still gets the GPUs it names, no CUDA context is
+    made before the trainer uses CUDA, and none on a GPU it does not use: the device is
+    LOCAL_RANK under torchrun and similar launchers, else every visible device.
 Each step says what it did on stderr, prefixed "gpuhost:". The fraction is
 $GPUHOST_TORCH_MEMORY_FRACTION. PyTorch raises "CUDA out of memory" in the process that goes past it,
 as when the GPU is full, instead of taking memory another job on the GPU needs.
@@ -43,15 +44,21 @@ def _apply(torch, fraction):
         _say("torch: CUDA memory of this process capped at %.3g of device %s"
              % (fraction, ", ".join(str(d) for d in devices)))
 
-    try:
-        if not torch.cuda.is_available():
-            _say("torch: CUDA is not available in this process; no memory fraction set")
-            return
-        if hasattr(torch.cuda, "_lazy_call") and not torch.cuda.is_initialized():
-            torch.cuda._lazy_call(set_fraction)
-        else:
+    def set_fraction_or_say():
+        try:
             set_fraction()
-    except Exception as error:  # the trainer runs on without the cap, and says so
+        except Exception as error:  # the trainer runs on without the cap, and says so
+            _say("torch: the memory fraction could not be set (%s: %s)" % (type(error).__name__, error))
+
+    try:
+        if torch.cuda.is_initialized():
+            set_fraction_or_say()
+        elif hasattr(torch.cuda, "_lazy_call"):
+            torch.cuda._lazy_call(set_fraction_or_say)
+            _say("torch: CUDA memory of this process will be capped at %.3g when it first uses CUDA" % fraction)
+        else:
+            _say("torch: this release has no torch.cuda._lazy_call; no memory fraction set")
+    except Exception as error:
         _say("torch: the memory fraction could not be set (%s: %s)" % (type(error).__name__, error))
 
 

@@ -1034,6 +1034,7 @@ class GpuMemoryFraction(RunTestCase):
         log = os.path.join(job.dir, "torch.log")
         trainer = ("import os, torch\n"
                    "print('before init:', open(os.environ['FAKE_TORCH_LOG']).read() if os.path.exists(os.environ['FAKE_TORCH_LOG']) else 'nothing')\n"
+                   "print('visible at init:', os.environ.get('CUDA_VISIBLE_DEVICES'))\n"
                    "torch.cuda.init()\n")
         env = {"PYTHONPATH": self.FAKE_TORCH, "FAKE_TORCH_LOG": log}
         proc = job.run(["--gpu-memory-fraction", "30%"], [PYTHON, "-c", trainer], env=env)
@@ -1069,7 +1070,10 @@ class GpuMemoryFraction(RunTestCase):
         self.assert_exit(proc, 0)
         self.assertIn("trained True", job.stdout_log())
         self.assertIn("jax 0.5 tf true", job.stdout_log())
-        self.assertIn("gpuhost: torch: CUDA is not available in this process; no memory fraction set", self.stderr_log(job))
+        # Queued for CUDA's first use, which a CPU build never makes: nothing touched CUDA.
+        self.assertIn("gpuhost: torch: CUDA memory of this process will be capped at 0.5 when it first uses CUDA",
+                      self.stderr_log(job))
+        self.assertNotIn("capped at 0.5 of device", self.stderr_log(job))
         self.assertTrue(os.path.exists(marker), "the user's sitecustomize.py did not run")
         with open(os.path.join(job.job_dir, "job.json")) as f:
             environment = json.load(f)["environment"]
