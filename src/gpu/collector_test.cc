@@ -152,7 +152,8 @@ TEST(Collector, MigDevicesAreListedWithProfileInstanceAndMemory) {
   EXPECT_EQ(list[3].slot, 3u);
   EXPECT_EQ(list[3].gpu_instance_id, 10u);
   // Not in MIG mode: not attempted.
-  const auto& off = snapshot_of("a100_sxm4_80gb_x8").devices[0].mig_devices;
+  const GpuSnapshot whole = snapshot_of("a100_sxm4_80gb_x8");
+  const auto& off = whole.devices[0].mig_devices;
   EXPECT_FALSE(off.value || off.issue);
 }
 
