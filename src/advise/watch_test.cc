@@ -50,14 +50,9 @@ TEST(Watch, AGroupThatIsGoneIsNotFound) {
   options.group = 999999999;
   options.window = std::chrono::milliseconds(10);
   auto watched = watch(options, session);
-#ifdef _WIN32
-  // Windows does not read the group: the GPUs alone are watched.
-  ASSERT_TRUE(watched.has_value());
-  EXPECT_FALSE(watched->observation.host.has_value());
-#else
+  // Linux reads the process group, Windows the process tree under that pid: neither is there.
   ASSERT_FALSE(watched.has_value());
   EXPECT_EQ(watched.error().code, ErrorCode::not_found);
-#endif
 }
 
 TEST(Watch, AStopRequestEndsTheWindowEarly) {
