@@ -77,6 +77,7 @@ json::Value advice_json(const supervise::JobAdvice& advice) {
   doc["last_run_step_seconds"] =
       advice.last_run_step_seconds ? json::Value(*advice.last_run_step_seconds) : json::Value();
   doc["mfu_percent"] = advice.mfu_percent ? json::Value(*advice.mfu_percent) : json::Value();
+  doc["mfu_basis"] = advice.mfu_basis;
   doc["unseen"] = advice.unseen;
   json::Value findings = json::Value::array();
   for (const auto& f : advice.findings) {
@@ -120,9 +121,10 @@ void render_advice(std::ostream& out, const supervise::JobAdvice& advice, const 
     out << "\n";
   }
   if (advice.mfu_percent) {
-    char text[128];
-    std::snprintf(text, sizeof text, "  MFU        %.3g %% (the trainer's own figure)\n", *advice.mfu_percent);
-    out << text;
+    char text[48];
+    std::snprintf(text, sizeof text, "  MFU        %.3g %%", *advice.mfu_percent);
+    out << text << " (" << (advice.mfu_basis.empty() ? "the trainer's own figure" : advice.mfu_basis)
+        << ")\n";
   }
   if (!advice.unseen.empty()) out << "  " << style.dim("not seen: " + advice.unseen) << "\n";
 }

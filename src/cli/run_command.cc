@@ -8,14 +8,16 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/gpu_claims.h"
-#include "cli/memory_fraction.h"
-#include "platform/process.h"
+#include "cli/gpu_share.h"
 #include "cli/job_render.h"
 #include "cli/jobs_dir.h"
+#include "cli/memory_fraction.h"
+#include "cli/mfu_basis.h"
 #include "gpu/assignment.h"
 #include "gpu/collector.h"
 #include "platform/environment.h"
 #include "platform/files.h"
+#include "platform/process.h"
 #include "platform/socket.h"
 #include "platform/system_info.h"
 #include "supervise/job.h"
@@ -72,6 +74,15 @@ Job:
                          imported, on LOCAL_RANK's device or each visible one), JAX through
                          XLA_PYTHON_CLIENT_MEM_FRACTION; TensorFlow reads no cap from the
                          environment (TF_FORCE_GPU_ALLOW_GROWTH=true is set; it says so)
+  --gpu-share time|mps[:threads=PCT,mem=SIZE]
+                         this job shares its GPUs with other jobs. time: CUDA's time slicing,
+                         with a warning that nothing isolates memory or faults. mps (Linux):
+                         through an MPS control daemon: one that answers already
+                         (CUDA_MPS_PIPE_DIRECTORY, or /tmp/nvidia-mps) is used, else gpuhost
+                         starts nvidia-cuda-mps-control -d for the host's gpuhost runs and stops
+                         it when the last one ends; threads= caps the share of SMs
+                         (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), mem= the memory per device
+                         (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT). MPS jobs share one fault domain
   --keep K               keep the newest K committed checkpoints, delete older ones
                          (default: keep all; pinned ones are always kept)
   --settle SECONDS       a checkpoint must stay unchanged this long before it is
@@ -147,6 +158,15 @@ Advisor (doc/advise.md):
                          when the findings or the step time change, shown by gpuhost status,
                          the dashboard and /metrics (gpuhost_job_finding), with the step time
                          against the last run's
+  --model NAME|config.json  compute MFU when the trainer prints none: plan's FLOPs per token
+                         for a decoder transformer (6N + 12·L·H·Q·T, PaLM appendix B; N without
+                         the input embedding) x the tokens/s the trainer prints (tokens_per_sec,
+                         tok/s ...) or --tokens-per-step over its step time, over the dense
+                         peak of the job's GPUs (data/gpus.json)
+  --seq T                tokens per sequence (required with --model)
+  --tokens-per-step N    tokens one optimizer step trains on this node (batch x seq x grad
+                         accumulation x local processes)
+  --dtype bf16|fp16|tf32|fp32  the peak MFU is measured against (default bf16)
 
 Dashboard:
   --dashboard[=ADDR]     serve this job's live dashboard and /metrics while it runs (loss
@@ -222,6 +242,7 @@ Examples:
   gpuhost run --gpu 1 --checkpoints ckpt -- python train.py
   gpuhost run --gpu MIG-4f2c... --checkpoints ckpt -- python train.py
   gpuhost run --gpu mig:3g.40gb --checkpoints ckpt -- python train.py   # any free 3g.40gb slice
+  gpuhost run --gpu 0 --gpu-share mps:threads=50,mem=30G --checkpoints a -- python train_a.py
   gpuhost run --gpu 0 --gpu-memory-fraction 0.3 --checkpoints ckpt -- python train.py
   # rehearse a spot reclaim with 30 s notice, then resume
   gpuhost run --checkpoints ckpt --drill preempt@20 -- python train.py --resume {resume}; gpuhost run --checkpoints ckpt -- python train.py --resume {resume}
@@ -237,6 +258,11 @@ constexpr FlagSpec k_run_flags[] = {
     {"--env", true},
     {"--gpu", true},
     {"--gpu-memory-fraction", true},
+    {"--gpu-share", true},
+    {"--model", true},
+    {"--seq", true},
+    {"--tokens-per-step", true},
+    {"--dtype", true},
     {"--keep", true},
     {"--settle", true},
     {"--marker", true},
@@ -318,6 +344,9 @@ struct RunOptions {
   std::vector<std::string> gpu_lines;  // what --gpu chose, for the console
   std::optional<MigChoice> mig_choice;
   std::optional<double> memory_fraction;  // --gpu-memory-fraction
+  std::optional<GpuShare> gpu_share;      // --gpu-share
+  int visible_device_count = 0;           // what --gpu chose (0: all the host's)
+  std::vector<std::string> gpu_names;     // the NVML names of the GPUs the job uses
   bool quiet = false;
   bool remote_optional = false;
   std::optional<DashboardSpec> dashboard;
@@ -451,23 +480,32 @@ Result<RunOptions> parse_run_options(const ParsedArgs& p, std::vector<std::strin
     if (eq == std::string::npos || eq == 0) return std::unexpected(usage("--env expects NAME=VALUE, got '" + assignment + "'"));
     spec.environment.emplace_back(assignment.substr(0, eq), assignment.substr(eq + 1));
   }
+  std::optional<gpu::GpuSnapshot> taken;  // NVML is read only when a flag needs it
+  auto snapshot = [&]() -> const gpu::GpuSnapshot& {
+    if (!taken) taken = gpu::take_snapshot();
+    return *taken;
+  };
   if (auto v = p.value("--gpu")) {
     if (auto given = supervise::spec_environment_value(spec, "CUDA_VISIBLE_DEVICES"))
       return std::unexpected(
           usage("--gpu and --env CUDA_VISIBLE_DEVICES=" + *given + " both choose the GPUs: give one"));
     const bool windows = platform::current_os() == platform::OsFamily::windows;
     if (v->starts_with("mig:")) {
-      auto slices = gpu::free_mig_slices(v->substr(4), gpu::take_snapshot(), windows);
+      auto slices = gpu::free_mig_slices(v->substr(4), snapshot(), windows);
       if (!slices) return std::unexpected(usage(slices.error().message));
       options.mig_choice = MigChoice{*v, std::move(*slices)};
     } else {
-      auto assigned = gpu::assign_gpus(*v, gpu::take_snapshot(), windows);
+      auto assigned = gpu::assign_gpus(*v, snapshot(), windows);
       if (!assigned) return std::unexpected(usage(assigned.error().message));
       if (assigned->devices.size() == 1 && assigned->devices[0].uuid.starts_with("MIG-")) {
         // One slice: claimed when the job starts, so that two runs never share it.
         options.mig_choice = MigChoice{*v, assigned->devices};
       } else {
         spec.environment.emplace_back("CUDA_VISIBLE_DEVICES", assigned->visible_devices());
+        options.visible_device_count = static_cast<int>(assigned->devices.size());
+        for (const auto& d : assigned->devices)
+          for (const auto& device : snapshot().devices)
+            if (device.uuid == d.uuid) options.gpu_names.push_back(device.name);
         std::string chosen;
         for (const auto& d : assigned->devices) chosen += (chosen.empty() ? "" : ", ") + d.label;
         options.gpu_lines.push_back("this job uses " + chosen + " (CUDA_VISIBLE_DEVICES=" + assigned->visible_devices() +
@@ -480,6 +518,37 @@ Result<RunOptions> parse_run_options(const ParsedArgs& p, std::vector<std::strin
     auto fraction = parse_memory_fraction(*v);
     if (!fraction) return std::unexpected(usage(fraction.error().message));
     options.memory_fraction = *fraction;
+  }
+  if (auto v = p.value("--gpu-share")) {
+    auto share = parse_gpu_share(*v, platform::current_os() == platform::OsFamily::windows);
+    if (!share) return std::unexpected(usage(share.error().message));
+    if (share->mode == GpuShare::Mode::mps && options.mig_choice)
+      return std::unexpected(
+          usage("--gpu-share mps with a MIG slice: gpuhost runs one MPS daemon for whole GPUs; a "
+                "slice is already its job's own (give --gpu-share mps a whole GPU, or drop it)"));
+    options.gpu_share = *share;
+  }
+  if (auto v = p.value("--model")) {
+    if (options.mig_choice)
+      return std::unexpected(
+          usage("--model with a MIG slice: a slice's share of the GPU's peak is not known to "
+                "gpuhost, so MFU is not computed (have the trainer print its own mfu)"));
+    MfuRequest request;
+    request.model = *v;
+    if (p.has("--seq")) request.seq = GPUHOST_TRY(int_flag(p, "--seq", 1, 1 << 24));
+    if (p.has("--tokens-per-step"))
+      request.tokens_per_step =
+          static_cast<double>(GPUHOST_TRY(int_flag(p, "--tokens-per-step", 1, 1 << 30)));
+    if (auto dtype = p.value("--dtype")) request.dtype = *dtype;
+    if (options.gpu_names.empty())
+      for (const auto& device : snapshot().devices) options.gpu_names.push_back(device.name);
+    auto basis = mfu_basis_for(request, options.gpu_names);
+    if (!basis)
+      return std::unexpected(basis.error().code == ErrorCode::parse_error ? basis.error()
+                                                                          : usage(basis.error().message));
+    options.supervisor.mfu = std::move(*basis);
+  } else if (p.has("--seq") || p.has("--tokens-per-step") || p.has("--dtype")) {
+    return std::unexpected(usage("--seq, --tokens-per-step and --dtype describe --model NAME: give it too"));
   }
   if (p.has("--keep")) spec.keep = GPUHOST_TRY(int_flag(p, "--keep", 0, 100000));
   if (p.has("--settle")) spec.settle = GPUHOST_TRY(duration_flag(p, "--settle"));
@@ -684,6 +753,28 @@ int run_run(CommandContext& context) {
     environment.insert(environment.end(), setup->environment.begin(), setup->environment.end());
     options->gpu_lines.insert(options->gpu_lines.end(), setup->notes.begin(), setup->notes.end());
   }
+  std::optional<MpsSession> mps;
+  if (options->gpu_share) {
+    for (const auto& line : gpu_share_warnings(*options->gpu_share))
+      std::cerr << style.dim("gpuhost: ") << style.yellow("WARNING: " + line) << "\n" << std::flush;
+    if (options->gpu_share->mode == GpuShare::Mode::mps) {
+      std::optional<std::string> pipe =
+          supervise::spec_environment_value(options->supervisor.spec, "CUDA_MPS_PIPE_DIRECTORY");
+      if (!pipe) pipe = platform::get_env("CUDA_MPS_PIPE_DIRECTORY");
+      int devices = options->visible_device_count;
+      if (devices == 0) devices = static_cast<int>(gpu::take_snapshot().devices.size());
+      auto joined = MpsSession::join(options->supervisor.jobs_root, *options->gpu_share, devices, pipe);
+      if (!joined) return report_error(context.err, joined.error().message, "", k_exit_error);
+      mps.emplace(std::move(*joined));
+      auto& environment = options->supervisor.spec.environment;
+      std::erase_if(environment, [&](const auto& e) {
+        return std::any_of(mps->environment().begin(), mps->environment().end(),
+                           [&](const auto& m) { return m.first == e.first; });
+      });
+      environment.insert(environment.end(), mps->environment().begin(), mps->environment().end());
+      options->gpu_lines.insert(options->gpu_lines.end(), mps->notes().begin(), mps->notes().end());
+    }
+  }
   for (const auto& line : options->gpu_lines)
     std::cerr << style.dim("gpuhost: ") << line << "\n" << std::flush;
   std::mutex console;
@@ -728,6 +819,10 @@ int run_run(CommandContext& context) {
 
   auto result = supervise::run_supervisor(options->supervisor);
   if (dashboard) dashboard->stop();
+  if (mps) {
+    if (std::string left = mps->leave(); !left.empty())
+      std::cerr << style.dim("gpuhost: ") << left << "\n" << std::flush;
+  }
   if (!result) {
     // unsupported: a flag this build cannot honour (--encrypt sm4 on Windows); the message says
     // what to use instead.

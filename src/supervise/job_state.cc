@@ -286,6 +286,7 @@ void fold_advice(JobState& state, const JournalRecord& record) {
   if (const json::Value* v = f.find("last_run_step_seconds"); v && v->is_number())
     advice.last_run_step_seconds = v->as_number();
   if (const json::Value* v = f.find("mfu_percent"); v && v->is_number()) advice.mfu_percent = v->as_number();
+  advice.mfu_basis = f.get_string("mfu_basis");
   advice.unseen = f.get_string("gpu_unseen");
   if (std::string host = f.get_string("host_unseen"); !host.empty())
     advice.unseen += (advice.unseen.empty() ? "" : "; ") + host;

@@ -88,7 +88,8 @@ struct JobAdvice {
   std::vector<Finding> findings;
   std::optional<double> step_seconds;           // the trainer's step time over the window
   std::optional<double> last_run_step_seconds;  // the run before's, when it had one
-  std::optional<double> mfu_percent;            // the trainer's own MFU figure, newest in the window
+  std::optional<double> mfu_percent;            // model FLOPs utilisation, newest in the window
+  std::string mfu_basis;                        // "the trainer's own figure", or what it was computed from
   std::string unseen;                           // what the advisor could not read, if anything
 };
 

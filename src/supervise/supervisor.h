@@ -31,6 +31,17 @@ enum class Outcome {
 };
 [[nodiscard]] const char* outcome_name(Outcome outcome);
 
+// What MFU is computed from when the trainer prints none (run --model): the model's FLOPs per
+// token, the tokens per second the trainer prints (or tokens per step over the step time), and
+// the dense peak of the GPUs the job uses. The advisor journals it with each judgement.
+struct MfuBasis {
+  double flops_per_token = 0;
+  std::optional<double> tokens_per_step;  // tokens one optimizer step of this node trains
+  double peak_flops = 0;                  // FLOP/s, every GPU the job uses on this node
+  int devices = 1;                        // how many GPUs peak_flops adds up
+  std::string assumption;                 // what the figure rests on, for the user
+};
+
 struct SupervisorOptions {
   JobSpec spec;
   std::filesystem::path jobs_root;
@@ -55,6 +66,7 @@ struct SupervisorOptions {
   // The advisor's window (supervise/job_advisor.h): what limits the trainer, judged this often
   // and journalled as `advice` when it changes; zero turns it off.
   std::chrono::milliseconds advise_window{std::chrono::seconds(60)};
+  std::optional<MfuBasis> mfu;
   // Start from scratch: checkpoints already on disk (or committed by earlier runs of the job)
   // are never resumed from; the trainer's new ones are committed as it writes them.
   bool fresh = false;

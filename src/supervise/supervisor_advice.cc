@@ -24,6 +24,33 @@ constexpr double k_step_time_change = 0.2;
 
 }  // namespace
 
+// MFU from run --model when the trainer prints none: FLOPs per token x tokens per second over
+// the dense peak. Tokens per second: the trainer's own figure, else --tokens-per-step over the
+// step time. nullopt when neither is known.
+std::optional<std::pair<double, std::string>> Supervisor::computed_mfu(
+    std::optional<double> step_seconds) const {
+  if (!m_options.mfu || m_options.mfu->peak_flops <= 0) return std::nullopt;
+  const MfuBasis& basis = *m_options.mfu;
+  char text[96];
+  double tokens_per_second = 0;
+  std::string from;
+  if (auto rate = m_metrics ? m_metrics->attempt_token_rate() : std::nullopt) {
+    tokens_per_second = rate->per_device ? rate->tokens_per_second * basis.devices : rate->tokens_per_second;
+    std::snprintf(text, sizeof text, "%.4g tokens/s%s as the trainer prints it", rate->tokens_per_second,
+                  rate->per_device ? " per GPU" : "");
+    from = text;
+  } else if (basis.tokens_per_step && step_seconds && *step_seconds > 0) {
+    tokens_per_second = *basis.tokens_per_step / *step_seconds;
+    std::snprintf(text, sizeof text, "%.4g tokens/s (%.6g tokens per step / %.3g s per step)",
+                  tokens_per_second, *basis.tokens_per_step, *step_seconds);
+    from = text;
+  } else {
+    return std::nullopt;
+  }
+  return std::pair{basis.flops_per_token * tokens_per_second / basis.peak_flops * 100,
+                   basis.assumption + "; " + from};
+}
+
 void Supervisor::start_advisor() {
   if (m_options.advise_window <= std::chrono::milliseconds::zero()) return;
   AdvisorOptions options;
@@ -87,8 +114,13 @@ void Supervisor::record_advice() {
   if (state().last_run_step_seconds) fields["last_run_step_seconds"] = *state().last_run_step_seconds;
   // MFU as the trainer itself reports it: model FLOPs per token and the GPU's dense peak are its
   // own assumptions (nanoGPT: 6N + 12·L·H·Q·T against an A100's 312 TFLOPS bf16).
-  if (const auto mfu = m_metrics ? m_metrics->attempt_mfu_percent() : std::nullopt)
+  if (const auto mfu = m_metrics ? m_metrics->attempt_mfu_percent() : std::nullopt) {
     fields["mfu_percent"] = std::round(*mfu * 100) / 100;
+    fields["mfu_basis"] = "the trainer's own figure";
+  } else if (auto computed = computed_mfu(step_seconds)) {
+    fields["mfu_percent"] = std::round(computed->first * 100) / 100;
+    fields["mfu_basis"] = computed->second;
+  }
   record("advice", std::move(fields));
 }
 

@@ -75,6 +75,8 @@ class Supervisor {
   void advisor_attempt_started(long group);
   void advisor_attempt_ended();
   void record_advice();
+  [[nodiscard]] std::optional<std::pair<double, std::string>> computed_mfu(
+      std::optional<double> step_seconds) const;
   void scan_checkpoints(bool settled) { m_ledger.scan(settled); }
   Result<platform::ChildProcess> launch(const ResumePoint& resume);
 

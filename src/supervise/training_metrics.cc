@@ -25,12 +25,21 @@ struct TrainingMetricsRecorder::State {
   std::atomic<std::int64_t> newest_step{-1};
   std::atomic<std::int64_t> attempt_step{-1};  // the newest since child_started()
   std::atomic<double> attempt_mfu{-1};         // percent; < 0: none since child_started()
+  // Tokens per second, negative when per device; 0: none since child_started().
+  std::atomic<double> attempt_tokens{0};
 
   void note_step(std::int64_t step) {
     if (step > newest_step.load(std::memory_order_relaxed))
       newest_step.store(step, std::memory_order_relaxed);
     if (step > attempt_step.load(std::memory_order_relaxed))
       attempt_step.store(step, std::memory_order_relaxed);
+  }
+
+  void note_rates(std::string_view name, double value) {
+    if (auto mfu = mfu_percent_of(name, value)) attempt_mfu.store(*mfu, std::memory_order_relaxed);
+    if (auto rate = token_rate_of(name, value))
+      attempt_tokens.store(rate->per_device ? -rate->tokens_per_second : rate->tokens_per_second,
+                           std::memory_order_relaxed);
   }
 
   std::mutex mutex;
@@ -41,8 +50,7 @@ struct TrainingMetricsRecorder::State {
   void record(std::vector<metrics::Point>& points, std::string_view source) {
     for (auto& point : points) {
       if (point.step) note_step(*point.step);
-      if (auto mfu = mfu_percent_of(point.name, point.value))
-        attempt_mfu.store(*mfu, std::memory_order_relaxed);
+      note_rates(point.name, point.value);
       history->append(point, source);
     }
     points.clear();
@@ -74,8 +82,7 @@ void TrainingMetricsRecorder::State::run_tailer() {
     for (const std::string& warning : tailer.take_warnings()) message("training metrics: " + warning);
     for (auto& item : found) {
       if (item.point.step) note_step(*item.point.step);
-      if (auto mfu = mfu_percent_of(item.point.name, item.point.value))
-        attempt_mfu.store(*mfu, std::memory_order_relaxed);
+      note_rates(item.point.name, item.point.value);
       history->append(item.point, item.source);
     }
     // Points first, then the consumption state: a kill between the two repeats points at worst,
@@ -158,6 +165,7 @@ void TrainingMetricsRecorder::child_started() {
   m_state->record(points, "output");
   m_state->attempt_step.store(-1, std::memory_order_relaxed);
   m_state->attempt_mfu.store(-1, std::memory_order_relaxed);
+  m_state->attempt_tokens.store(0, std::memory_order_relaxed);
 }
 
 std::optional<std::int64_t> TrainingMetricsRecorder::newest_step() const {
@@ -176,6 +184,27 @@ std::optional<double> TrainingMetricsRecorder::attempt_mfu_percent() const {
   const double mfu = m_state->attempt_mfu.load(std::memory_order_relaxed);
   if (mfu < 0) return std::nullopt;
   return mfu;
+}
+
+std::optional<TokenRate> TrainingMetricsRecorder::attempt_token_rate() const {
+  const double tokens = m_state->attempt_tokens.load(std::memory_order_relaxed);
+  if (tokens == 0) return std::nullopt;
+  return TokenRate{std::abs(tokens), tokens < 0};
+}
+
+std::optional<TokenRate> token_rate_of(std::string_view name, double value) {
+  if (!std::isfinite(value) || value <= 0) return std::nullopt;
+  std::string key(name);
+  for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  TokenRate rate{value, key.find("device/") != std::string::npos};
+  if (key == "tokens/s" || key == "tok/s" || key.ends_with("_tokens/s") || key.ends_with("_tok/s"))
+    return rate;
+  const auto last = key.find_last_of("/.");
+  const std::string leaf = last == std::string::npos ? key : key.substr(last + 1);
+  for (std::string_view known :
+       {"tokens_per_second", "tokens_per_sec", "tok_per_sec", "tokens_per_s", "tok_per_s"})
+    if (leaf == known || (leaf.ends_with(known) && leaf[leaf.size() - known.size() - 1] == '_')) return rate;
+  return std::nullopt;
 }
 
 std::optional<double> mfu_percent_of(std::string_view name, double value) {

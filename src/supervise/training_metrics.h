@@ -28,6 +28,15 @@ struct TrainingMetricsOptions {
 // The MFU in percent a point carries (see attempt_mfu_percent); nullopt for other points.
 [[nodiscard]] std::optional<double> mfu_percent_of(std::string_view name, double value);
 
+// The token throughput a point carries: `tokens_per_second`, `tokens_per_sec`, `tok_per_sec`,
+// `tokens_per_s` (any prefix such as `train/`), `tokens/s`, `tok/s`; per_device when the name says
+// `device/` (Lightning's ThroughputMonitor). nullopt for other points.
+struct TokenRate {
+  double tokens_per_second = 0;
+  bool per_device = false;
+};
+[[nodiscard]] std::optional<TokenRate> token_rate_of(std::string_view name, double value);
+
 // A job's training scalars while it runs, with no change to the trainer: its output lines (both
 // streams) parsed as they arrive, and the files it writes (TensorBoard, trainer_state.json, CSV
 // loggers, the JSON-lines channel) tailed on a thread, all appended to the job's MetricHistory.
@@ -54,6 +63,8 @@ class TrainingMetricsRecorder {
   // `mfu 35.21%` and torchtitan's `mfu: 40.12%` (mfu_percent), or a logged `mfu` / `train/mfu`
   // (Lightning's ThroughputMonitor: a fraction, times 100 when at most 1.5).
   [[nodiscard]] std::optional<double> attempt_mfu_percent() const;
+  // The newest token throughput the current child printed or logged (token_rate_of).
+  [[nodiscard]] std::optional<TokenRate> attempt_token_rate() const;
 
  private:
   struct State;

@@ -58,7 +58,8 @@ void append_advice(const JobEmitter& e, const supervise::JobState& state) {
             *state.advice->step_seconds);
   if (state.advice->mfu_percent)
     e.gauge("gpuhost_job_mfu_ratio",
-            "Model FLOPs utilisation as the trainer reports it (its mfu line or logged metric), 0..1",
+            "Model FLOPs utilisation, 0..1: the trainer's own figure (its mfu line or logged metric), or "
+            "computed from run --model (6N + 12LHQT FLOPs per token x tokens/s over the GPUs' dense peak)",
             *state.advice->mfu_percent / 100);
   if (state.last_run_step_seconds)
     e.gauge("gpuhost_job_last_run_step_seconds",

@@ -255,6 +255,36 @@ class AdviceInRun(AdviseTestCase):
         self.assertIn("MFU        41.5 % (the trainer's own figure)", job.gpuhost("status", job.name).stdout)
         self.assertIn("; MFU 41.5 %", job.gpuhost("status", job.name, "--events", "0").stdout)
 
+    def test_mfu_is_computed_from_the_models_flops_when_the_trainer_prints_none(self):
+        # Llama 3 8B at T=8192: 6N + 12·L·H·Q·T = 57.914 GFLOPs per token (plan/flops_test.cc);
+        # 2000 tokens/s from the trainer's own throughput line on one A100 (312 TFLOPS dense
+        # bf16, data/gpus.json) is 57.914e9 x 2000 / 312e12 = 37.12 %.
+        job = Job(self, "advice-mfu-computed")
+        proc = job.start(["--advise", "2", "--model", "llama-3-8b", "--seq", "8192"],
+                         [TORCH_PYTHON, INPUT_TRAINER, "--compute", "--tokens-per-sec", "2000"],
+                         env=scenario_env("a100_busy_training"))
+        self.addCleanup(self.stop, proc)
+        advice = self.wait_for_advice(job, proc, lambda r: "mfu_percent" in r, "an advice record with a computed MFU")
+        self.assertEqual(advice["mfu_percent"], 37.12, advice)
+        self.assertIn("6N + 12·L·H·Q·T = 57.91 GFLOPs per token for llama-3-8b at T=8192", advice["mfu_basis"])
+        self.assertIn("peak 1 x NVIDIA A100 SXM4 80GB dense bf16 312 TFLOPS", advice["mfu_basis"])
+        self.assertIn("2000 tokens/s as the trainer prints it", advice["mfu_basis"])
+        self.assertIn("MFU        37.1 % (6N + 12·L·H·Q·T", job.gpuhost("status", job.name).stdout)
+
+    def test_mfu_from_tokens_per_step_follows_the_measured_step_time(self):
+        job = Job(self, "advice-mfu-steps")
+        proc = job.start(["--advise", "2", "--model", "llama-3-8b", "--seq", "8192", "--tokens-per-step", "16384",
+                          "--dtype", "tf32"],
+                         [TORCH_PYTHON, INPUT_TRAINER, "--compute"], env=scenario_env("a100_busy_training"))
+        self.addCleanup(self.stop, proc)
+        advice = self.wait_for_advice(job, proc, lambda r: "mfu_percent" in r and r.get("step_seconds"),
+                                      "an advice record with a step time and a computed MFU")
+        # The same record's step time: 16384 tokens per step at 156 TFLOPS dense TF32.
+        expected = 57914449920 * 16384 / advice["step_seconds"] / 156e12 * 100
+        self.assertAlmostEqual(advice["mfu_percent"], expected, delta=0.01 + expected * 0.001)
+        self.assertIn("tokens per step", advice["mfu_basis"])
+        self.assertIn("dense tf32 156 TFLOPS", advice["mfu_basis"])
+
     def test_advise_off_journals_no_advice(self):
         job = Job(self, "advice-off")
         finished = job.run(["--advise", "off"], [TORCH_PYTHON, INPUT_TRAINER, "--steps", "40"],
@@ -288,8 +318,25 @@ class Refusals(AdviseTestCase):
             self.assertEqual(proc.returncode, 2, proc.stderr)
             self.assertIn(text, proc.stderr)
             self.assertFalse(os.path.exists(os.path.join(job.home, "jobs", "advise-flag")), "a refused run made its job")
+        for flags, text in (
+                (["--model", "llama-3-8bb", "--seq", "2048"], "did you mean"),
+                (["--model", "resnet-50", "--seq", "2048"], "a vision or diffusion preset"),
+                (["--model", "llama-3-8b"], "--model needs --seq T"),
+                (["--model", "llama-3-8b", "--seq", "2048", "--dtype", "fp8"], "--dtype expects bf16, fp16, tf32 or fp32"),
+                (["--seq", "2048"], "describe --model NAME: give it too"),
+                (["--model", "llama-3-8b", "--seq", "2048", "--tokens-per-step", "0"], "--tokens-per-step expects")):
+            proc = gpuhost(["run", "--name", "mfu-flag", "--checkpoints", host_path(os.path.join(job.dir, "ck"))] + flags +
+                           ["--", "true"], env=job.env())
+            self.assertEqual(proc.returncode, 2, proc.stderr)
+            self.assertIn(text, proc.stderr)
+            self.assertFalse(os.path.exists(os.path.join(job.home, "jobs", "mfu-flag")), "a refused run made its job")
         if IS_WINDOWS_BUILD:
             return  # the finished job below needs a trainer of the host's Python
+        # No GPU seen (no NVML here without the fake): nothing to compute MFU against.
+        proc = gpuhost(["run", "--name", "mfu-flag", "--checkpoints", os.path.join(job.dir, "ck"), "--model",
+                        "llama-3-8b", "--seq", "2048", "--", "true"], env=job.env())
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("no GPU is seen", proc.stderr)
         finished = job.run([], [TORCH_PYTHON, "-c", "pass"])
         self.assertEqual(finished.returncode, 0, finished.stderr)
         proc = gpuhost(["advise", job.name] + jobs_dir)

@@ -271,28 +271,8 @@ class MigApply(unittest.TestCase):
         self.assertIn("NVML cannot be used", proc.stderr)
 
 
-@unittest.skipIf(IS_WINDOWS_BUILD, "MIG is Linux only; MigOnWindows runs the Windows build")
-class MigSlicesForJobs(unittest.TestCase):
-    """Three models on one A100, the recipe our users read about: three gpuhost run, each with
-    --gpu mig:1g.10gb, started side by side, each trainer sees its own slice; a fourth is refused
-    with the holders named, and starts once one ends."""
-
-    TRAINER = ("import os, sys, time\n"
-               "open(sys.argv[1], 'w').write(os.environ.get('CUDA_VISIBLE_DEVICES', ''))\n"
-               "deadline = time.time() + 120\n"
-               "while not os.path.exists(sys.argv[2]) and time.time() < deadline:\n"
-               "    time.sleep(0.1)\n")
-
-    def start(self, host, name):
-        seen = os.path.join(host.dir, name + ".visible")
-        stop = os.path.join(host.dir, name + ".stop")
-        env = dict(os.environ, NO_COLOR="1", **host.env)
-        proc = subprocess.Popen([BIN, "run", "--name", name, "--checkpoints", os.path.join(host.dir, name + "-ck"),
-                                 "--cloud", "none", "--quiet", "--gpu", "mig:1g.10gb", "--",
-                                 SYSTEM_PYTHON, "-c", self.TRAINER, seen, stop],
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.addCleanup(self.stop, proc, stop)
-        return proc, seen, stop
+class SideBySide:
+    """Jobs started side by side with gpuhost run, each trainer waiting for its stop file."""
 
     def stop(self, proc, stop_file):
         if proc.poll() is None:
@@ -315,6 +295,30 @@ class MigSlicesForJobs(unittest.TestCase):
                 self.fail("gpuhost run ended (%d) before its trainer started:\n%s" % (proc.returncode, proc.stderr.read()))
             time.sleep(0.1)
         self.fail("the trainer did not start within 60 s")
+
+
+@unittest.skipIf(IS_WINDOWS_BUILD, "MIG is Linux only; MigOnWindows runs the Windows build")
+class MigSlicesForJobs(SideBySide, unittest.TestCase):
+    """Three models on one A100, the recipe our users read about: three gpuhost run, each with
+    --gpu mig:1g.10gb, started side by side, each trainer sees its own slice; a fourth is refused
+    with the holders named, and starts once one ends."""
+
+    TRAINER = ("import os, sys, time\n"
+               "open(sys.argv[1], 'w').write(os.environ.get('CUDA_VISIBLE_DEVICES', ''))\n"
+               "deadline = time.time() + 120\n"
+               "while not os.path.exists(sys.argv[2]) and time.time() < deadline:\n"
+               "    time.sleep(0.1)\n")
+
+    def start(self, host, name):
+        seen = os.path.join(host.dir, name + ".visible")
+        stop = os.path.join(host.dir, name + ".stop")
+        env = dict(os.environ, NO_COLOR="1", **host.env)
+        proc = subprocess.Popen([BIN, "run", "--name", name, "--checkpoints", os.path.join(host.dir, name + "-ck"),
+                                 "--cloud", "none", "--quiet", "--gpu", "mig:1g.10gb", "--",
+                                 SYSTEM_PYTHON, "-c", self.TRAINER, seen, stop],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(self.stop, proc, stop)
+        return proc, seen, stop
 
     def test_three_jobs_get_three_slices_and_a_fourth_is_refused_until_one_ends(self):
         host = MigHost(self, "three-jobs", "a100_80gb_mig_state")
@@ -368,6 +372,151 @@ class MigSlicesForJobs(unittest.TestCase):
         self.assertIn("no slice of that profile; this host has", proc.stderr)
 
 
+FAKE_MPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_mps")
+
+
+@unittest.skipIf(IS_WINDOWS_BUILD, "MPS is Linux only; MigOnWindows runs the Windows refusal")
+class MpsSharing(SideBySide, unittest.TestCase):
+    """--gpu-share mps: jobs side by side on one whole GPU through one MPS control daemon, with
+    nvidia-cuda-mps-control's stand-in (tests/integration/fake_mps: its command line, stdin
+    commands and environment) where no driver exists. gpuhost starts a private daemon for the
+    first job, the second joins it, the daemon goes when the last job ends, even when a job before
+    it was killed; a daemon the host already runs is used and left alone."""
+
+    TRAINER = ("import json, os, sys, time\n"
+               "names = [n for n in os.environ if n.startswith('CUDA_')]\n"
+               "open(sys.argv[1], 'w').write(json.dumps({n: os.environ[n] for n in names}))\n"
+               "deadline = time.time() + 120\n"
+               "while not os.path.exists(sys.argv[2]) and time.time() < deadline:\n"
+               "    time.sleep(0.1)\n")
+
+    def host(self, label):
+        host = MigHost(self, label, "a100_80gb_mig_state")
+        host.env["PATH"] = FAKE_MPS + os.pathsep + os.environ["PATH"]
+        return host
+
+    def start(self, host, name, share="mps", extra=()):
+        seen = os.path.join(host.dir, name + ".visible")
+        stop = os.path.join(host.dir, name + ".stop")
+        env = dict(os.environ, NO_COLOR="1", **host.env)
+        proc = subprocess.Popen([BIN, "run", "--name", name, "--checkpoints", os.path.join(host.dir, name + "-ck"),
+                                 "--cloud", "none", "--quiet", "--gpu", "0", "--gpu-share", share] + list(extra) +
+                                ["--", SYSTEM_PYTHON, "-c", self.TRAINER, seen, stop],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(self.stop, proc, stop)
+        return proc, seen, stop
+
+    def finish(self, job):
+        proc, _, stop = job
+        open(stop, "w").close()
+        self.assertEqual(proc.wait(timeout=60), 0)
+        return proc.stderr.read()
+
+    def daemon_log(self, log_dir):
+        path = os.path.join(log_dir, "control.log")
+        if not os.path.exists(path):
+            return []
+        with open(path) as f:
+            return [line.split(" ", 4)[-1].strip() for line in f]
+
+    def quit_daemon(self, pipe_dir):
+        subprocess.run([os.path.join(FAKE_MPS, "nvidia-cuda-mps-control")], input="quit\n", text=True,
+                       env=dict(os.environ, CUDA_MPS_PIPE_DIRECTORY=pipe_dir), capture_output=True, timeout=30)
+
+    def test_two_jobs_share_one_daemon_that_stops_after_the_last(self):
+        host = self.host("mps-two-jobs")
+        mps_dir = os.path.join(host.dir, "home", "jobs", ".mps")
+        self.addCleanup(self.quit_daemon, os.path.join(mps_dir, "pipe"))
+        first = self.start(host, "small-a", "mps:threads=50,mem=20G")
+        a = json.loads(self.wait_for(first[1], first[0]))
+        second = self.start(host, "small-b")
+        b = json.loads(self.wait_for(second[1], second[0]))
+        pipe = os.path.join(mps_dir, "pipe")
+        self.assertEqual(a["CUDA_MPS_PIPE_DIRECTORY"], pipe)
+        self.assertEqual(b["CUDA_MPS_PIPE_DIRECTORY"], pipe)
+        self.assertEqual(a["CUDA_MPS_LOG_DIRECTORY"], os.path.join(mps_dir, "log"))
+        self.assertEqual(a["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"], "50")
+        self.assertEqual(a["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"], "0=20G")
+        self.assertNotIn("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", b)
+        self.assertTrue(a["CUDA_VISIBLE_DEVICES"].startswith("GPU-"), a)
+        with open(os.path.join(host.dir, "home", "jobs", "small-a", "job.json")) as f:
+            self.assertEqual(json.load(f)["environment"]["CUDA_MPS_PIPE_DIRECTORY"], pipe)
+        # One daemon for both.
+        self.assertEqual(self.daemon_log(os.path.join(mps_dir, "log")).count("Startup"), 1)
+        # The first ends: the second still uses the daemon.
+        said = self.finish(first)
+        self.assertIn("the jobs on this GPU share one MPS server and one fault domain", said)
+        self.assertIn("MPS: started a control daemon", said)
+        self.assertNotIn("Exit", self.daemon_log(os.path.join(mps_dir, "log")))
+        said = self.finish(second)
+        self.assertIn("MPS: joined the control daemon", said)
+        self.assertIn("no other gpuhost run uses the control daemon: stopped it", said)
+        self.assertEqual(self.daemon_log(os.path.join(mps_dir, "log"))[-1], "Exit")
+
+    def test_a_killed_run_does_not_keep_the_daemon_alive_for_ever(self):
+        host = self.host("mps-killed")
+        mps_dir = os.path.join(host.dir, "home", "jobs", ".mps")
+        self.addCleanup(self.quit_daemon, os.path.join(mps_dir, "pipe"))
+        first = self.start(host, "killed")
+        self.wait_for(first[1], first[0])
+        first[0].kill()  # SIGKILL: no leave(), its registration stays behind
+        first[0].wait(timeout=30)
+        open(first[2], "w").close()  # its orphaned trainer ends too
+        second = self.start(host, "after")
+        self.wait_for(second[1], second[0])
+        said = self.finish(second)
+        self.assertIn("MPS: joined the control daemon", said)
+        self.assertIn("stopped it", said)
+        self.assertEqual(self.daemon_log(os.path.join(mps_dir, "log")).count("Exit"), 1)
+        self.assertEqual(os.listdir(os.path.join(mps_dir, "users")), [])
+
+    def test_a_daemon_already_running_is_used_and_left_running(self):
+        host = self.host("mps-system")
+        pipe = os.path.join(host.dir, "system-pipe")
+        log = os.path.join(host.dir, "system-log")
+        control = os.path.join(FAKE_MPS, "nvidia-cuda-mps-control")
+        subprocess.run([control, "-d"], check=True, timeout=30,
+                       env=dict(os.environ, CUDA_MPS_PIPE_DIRECTORY=pipe, CUDA_MPS_LOG_DIRECTORY=log))
+        self.addCleanup(self.quit_daemon, pipe)
+        job = self.start(host, "on-system", "mps", ["--env", "CUDA_MPS_PIPE_DIRECTORY=" + pipe])
+        seen = json.loads(self.wait_for(job[1], job[0]))
+        self.assertEqual(seen["CUDA_MPS_PIPE_DIRECTORY"], pipe)
+        said = self.finish(job)
+        self.assertIn("MPS: using the control daemon at " + pipe, said)
+        self.assertNotIn("stopped it", said)
+        self.assertNotIn("Exit", self.daemon_log(log))
+        self.assertFalse(os.path.exists(os.path.join(host.dir, "home", "jobs", ".mps")))
+
+    def test_what_cannot_share_is_refused_before_the_job_exists(self):
+        host = self.host("mps-refused")
+        env = dict(host.env, NO_COLOR="1")
+
+        def refused(args, code, text, path=None):
+            proc = run(["run", "--name", "refused", "--checkpoints", os.path.join(host.dir, "ck"), "--cloud", "none"] +
+                       args + ["--", SYSTEM_PYTHON, "-c", "pass"], env=dict(env, PATH=path or env["PATH"]))
+            self.assertEqual(proc.returncode, code, proc.stderr)
+            self.assertIn(text, proc.stderr)
+            self.assertFalse(os.path.exists(os.path.join(host.dir, "home", "jobs", "refused")))
+
+        for share, text in (("mps:threads=0", "threads= is a percentage of the GPU's SMs, 1 to 100"),
+                            ("mps:mem=20", "mem= is a size in G or M per device"),
+                            ("mps:color=red", "unknown setting 'color'"),
+                            ("space", "unknown mode")):
+            refused(["--gpu-share", share], 2, text)
+        host.apply("three-jobs")
+        refused(["--gpu", "mig:1g.10gb", "--gpu-share", "mps"], 2, "--gpu-share mps with a MIG slice")
+        host.apply("all-disabled")
+        refused(["--gpu-share", "mps"], 3, "--gpu-share mps needs nvidia-cuda-mps-control on PATH",
+                path="/usr/bin:/bin")
+        refused(["--gpu-share", "mps", "--env", "CUDA_MPS_PIPE_DIRECTORY=" + os.path.join(host.dir, "nobody")], 3,
+                "no MPS control daemon answers on CUDA_MPS_PIPE_DIRECTORY=")
+        # time slicing needs nothing, and says what it does not isolate.
+        proc = run(["run", "--name", "timesliced", "--checkpoints", os.path.join(host.dir, "ts"), "--cloud", "none",
+                    "--gpu-share", "time", "--", SYSTEM_PYTHON, "-c", "pass"], env=env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("no memory or fault isolation", proc.stderr)
+
+
 @unittest.skipUnless(IS_WINDOWS_BUILD, "the Windows build's refusals")
 class MigOnWindows(unittest.TestCase):
     """gpuhost.exe under Wine with the fake nvml.dll: MIG is Linux only (NVIDIA); what can be
@@ -385,6 +534,11 @@ class MigOnWindows(unittest.TestCase):
                    env=host.env)
         self.assertEqual(proc.returncode, 2, proc.stderr)
         self.assertIn("Linux only", proc.stderr)
+        proc = run(["run", "--checkpoints", "C:\\ck", "--cloud", "none", "--gpu-share", "mps", "--", "cmd", "/c", "exit"],
+                   env=host.env)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("MPS runs on Linux only", proc.stderr)
+        self.assertIn("Set-VMHostPartitionableGpu", proc.stderr)
 
 
 if __name__ == "__main__":

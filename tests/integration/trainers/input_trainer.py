@@ -9,7 +9,8 @@ off and, with --evict, the file dropped from the page cache at the start of ever
 (posix_fadvise DONTNEED): each sample then comes from the disk, the main thread waits on storage.
 
 Prints "step N loss X" every 10 steps until --steps (0: until stopped); with --mfu P, nanoGPT's
-line instead: "iter N: loss X, time Tms, mfu P%" (the MFU figure the trainer estimates itself)."""
+line instead: "iter N: loss X, time Tms, mfu P%" (the MFU figure the trainer estimates itself); with
+--tokens-per-sec R, "step N loss X tokens_per_sec R" (a throughput line, no MFU)."""
 import argparse
 import mmap
 import os
@@ -92,6 +93,7 @@ def main():
     p.add_argument("--data", default="data")
     p.add_argument("--evict", action="store_true")
     p.add_argument("--mfu", type=float)
+    p.add_argument("--tokens-per-sec", type=float)
     args = p.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -130,6 +132,8 @@ def main():
         step += 1
         if step % 10 == 0 and args.mfu is not None:
             print("iter %d: loss %.4f, time 12.00ms, mfu %.2f%%" % (step, loss.item(), args.mfu), flush=True)
+        elif step % 10 == 0 and args.tokens_per_sec is not None:
+            print("step %d loss %.4f tokens_per_sec %g" % (step, loss.item(), args.tokens_per_sec), flush=True)
         elif step % 10 == 0:
             print("step %d loss %.4f" % (step, loss.item()), flush=True)
         if args.steps and step >= args.steps:
