@@ -19,6 +19,7 @@ function(gpuhost_add_unit_test name)
   gpuhost_warnings(${name})
   add_test(NAME ${name} COMMAND ${name} --gtest_brief=1)
   set(labels unit ${ARG_LABELS})
+  # GPUHOST_RUN_DIR: NVML readers register under it (gpu/nvml_hold.h), not in the host's /run/gpuhost.
   set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT 300
-                       ENVIRONMENT "GPUHOST_TEST_DATA=${PROJECT_SOURCE_DIR}/tests;NO_COLOR=1")
+                       ENVIRONMENT "GPUHOST_TEST_DATA=${PROJECT_SOURCE_DIR}/tests;NO_COLOR=1;GPUHOST_RUN_DIR=${CMAKE_BINARY_DIR}/test-run")
 endfunction()

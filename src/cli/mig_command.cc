@@ -2,6 +2,7 @@
 // through NVML (gpu/mig_config.h, gpu/mig_manager.h; doc/mig.md).
 
 #include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <iterator>
 #include <map>
@@ -12,7 +13,9 @@
 #include "cli/exit_codes.h"
 #include "gpu/mig_config.h"
 #include "gpu/mig_manager.h"
+#include "gpu/nvml_hold.h"
 #include "platform/files.h"
+#include "platform/process.h"
 #include "platform/system_info.h"
 
 namespace gpuhost::cli {
@@ -222,7 +225,7 @@ struct Outcome {
 const char* reset_blockers =
     "what holds a GPU: nvidia-persistenced, DCGM (nv-hostengine, dcgm-exporter), nvsm, the nvidia_drm "
     "module, "
-    "monitoring (nvidia-smi, gpuhost serve) and CUDA processes";
+    "monitoring (nvidia-smi, DCGM exporters, nvitop; gpuhost serve closes NVML by itself) and CUDA processes";
 
 int apply(CommandContext& context, const ParsedArgs& parsed, bool json, bool windows) {
   auto config = load_config(parsed);
@@ -297,6 +300,16 @@ int apply(CommandContext& context, const ParsedArgs& parsed, bool json, bool win
           break;
         }
       }
+      // gpuhost's own NVML readers (serve, advisors) step aside for the reset (gpu/nvml_hold.h).
+      auto hold =
+          gpu::NvmlHold::take(gpu::nvml_hold_directory(),
+                              "gpuhost mig apply, pid " + std::to_string(platform::current_process_id()));
+      if (!hold && hold.error().code == ErrorCode::unavailable) {
+        outcome = {k_exit_blocked, outcome.lines, hold.error().message, ""};
+        break;
+      }
+      std::vector<std::string> readers;
+      if (hold) readers = hold->wait_for_readers(std::chrono::seconds(5));
       auto change = manager.set_mode(w.index, w.enabled);
       if (!change) {
         outcome = {k_exit_error, outcome.lines, who + ": " + change.error().message, ""};
@@ -323,10 +336,14 @@ int apply(CommandContext& context, const ParsedArgs& parsed, bool json, bool win
         continue;
       }
       if (change->activation == gpu::nvml::NVML_ERROR_IN_USE) {
-        outcome = {k_exit_blocked, outcome.lines,
-                   who + ": MIG " + (w.enabled ? "on" : "off") +
-                       " is pending: the GPU could not be reset, something holds it",
-                   std::string("stop ") + reset_blockers + ", then run the same command again"};
+        outcome = {
+            k_exit_blocked, outcome.lines,
+            who + ": MIG " + (w.enabled ? "on" : "off") +
+                " is pending: the GPU could not be reset, something holds it" +
+                (readers.empty()
+                     ? std::string()
+                     : " (gpuhost readers that did not close NVML within 5 s: " + join(readers, "; ") + ")"),
+            std::string("stop ") + reset_blockers + ", then run the same command again"};
         break;
       }
       if (change->activation != gpu::nvml::NVML_SUCCESS) {

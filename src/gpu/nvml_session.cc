@@ -1,14 +1,19 @@
 #include "gpu/nvml_session.h"
 
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "gpu/collector.h"
+#include "gpu/nvml_hold.h"
 #include "gpu/nvml_library.h"
 #include "gpu/xid_watcher.h"
+#include "platform/process.h"
 
 namespace gpuhost::gpu {
 namespace {
@@ -55,10 +60,47 @@ struct NvmlSession::State {
   std::vector<NvlinkBaseline> nvlink;
   std::unique_ptr<nvmlGpmMetricsGet_t> gpm_request;  // 13 KB; kept to avoid reallocating
 
+  // Stepping aside for a MIG mode change (gpu/nvml_hold.h): the hold is checked before each
+  // collection and, while NVML is open, by `watcher` every k_hold_poll.
+  static constexpr std::chrono::milliseconds k_hold_poll{250};
+  std::filesystem::path hold_dir = nvml_hold_directory();
+  std::optional<NvmlReaderRegistration> registration;
+  std::mutex mutex;  // collect() and the watcher
+  std::condition_variable wake;
+  bool stopping = false;  // guarded by mutex
+  std::thread watcher;
+
   State() = default;
   State(const State&) = delete;
   State& operator=(const State&) = delete;
-  ~State() { reset(); }
+  ~State() {
+    {
+      std::lock_guard lock(mutex);
+      stopping = true;
+    }
+    wake.notify_all();
+    if (watcher.joinable()) watcher.join();
+    reset();
+  }
+
+  // NVML shut down and this reader unregistered; open() starts again.
+  void close() {
+    reset();
+    nvml.reset();
+    registration.reset();
+  }
+
+  void watch_hold() {
+    std::unique_lock lock(mutex);
+    while (!stopping) {
+      wake.wait_for(lock, k_hold_poll, [&] { return stopping; });
+      if (stopping || !nvml || !nvml->initialized()) continue;
+      lock.unlock();
+      const bool held = nvml_hold_holder(hold_dir).has_value();
+      lock.lock();
+      if (held && !stopping) close();
+    }
+  }
 
   NvmlIssue issue(int status, std::string message = {}) const {
     NvmlIssue out = nvml->issue(status);
@@ -95,6 +137,12 @@ struct NvmlSession::State {
       if (!f.device_get_handle_by_index || f.device_get_handle_by_index(i, &handles[i]) != NVML_SUCCESS)
         handles[i] = nullptr;
     xid = std::make_unique<XidWatcher>(*nvml, handles);
+    registration.reset();
+    if (auto taken = NvmlReaderRegistration::take(
+            hold_dir,
+            "gpuhost pid " + std::to_string(platform::current_process_id()) + " (serve, advise or a run)"))
+      registration.emplace(std::move(*taken));
+    if (!watcher.joinable()) watcher = std::thread([this] { watch_hold(); });
   }
 
   // The handle the session holds for GPU `index`, or nullptr.
@@ -250,6 +298,17 @@ NvmlSession::~NvmlSession() = default;
 
 GpuSnapshot NvmlSession::collect() {
   if (!m_state) m_state = std::make_unique<State>();
+  std::lock_guard lock(m_state->mutex);
+  if (auto holder = nvml_hold_holder(m_state->hold_dir)) {
+    m_state->close();
+    GpuSnapshot paused;
+    paused.error =
+        NvmlIssue{NVML_ERROR_IN_USE, "NVML_ERROR_IN_USE",
+                  "NVML is closed while " + *holder +
+                      " changes a GPU's MIG mode (a GPU reset needs every process off it); readings "
+                      "resume when it is done"};
+    return paused;
+  }
   m_state->open();
   GpuSnapshot snapshot = collect_snapshot(*m_state->nvml);
   if (snapshot.available) m_state->fill(snapshot);

@@ -3,9 +3,13 @@
 
 #include "gpu/nvml_session.h"
 
+#include <filesystem>
+#include <random>
+
 #include <gtest/gtest.h>
 
 #include "gpu/fake_nvml_test_support.h"
+#include "gpu/nvml_hold.h"
 
 namespace gpuhost::gpu {
 namespace {
@@ -151,6 +155,43 @@ TEST(NvmlSession, MovedSessionKeepsItsState) {
   NvmlSession moved = std::move(first);
   GpuSnapshot s = moved.collect();
   EXPECT_TRUE(s.devices.at(0).gpm.has_value());  // the baseline came along
+}
+
+// A MIG mode change (gpu/nvml_hold.h): while `gpuhost mig apply` holds the hold, the session has
+// NVML shut down, says why, and is no registered reader; after it, NVML opens again.
+TEST(NvmlSession, StepsAsideWhileAMigModeChangeHoldsTheHold) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("gpuhost-nvml-hold-" + std::to_string(std::random_device{}()));
+  ScopedEnv run_dir("GPUHOST_RUN_DIR", dir.string());
+  FakeNvml fake("a100_sxm4_80gb_x8");
+  NvmlSession session;
+  ASSERT_TRUE(session.collect().available);
+  {
+    auto hold = NvmlHold::take(dir, "gpuhost mig apply, pid 1");
+    ASSERT_TRUE(hold) << hold.error().message;
+    // The registered reader closes NVML: on its next collection, or from its own thread when no
+    // collection comes (serve between scrapes).
+    EXPECT_TRUE(hold->wait_for_readers(std::chrono::seconds(10)).empty());
+    GpuSnapshot paused = session.collect();
+    EXPECT_FALSE(paused.available);
+    ASSERT_TRUE(paused.error);
+    EXPECT_EQ(paused.error->status, 19);  // NVML_ERROR_IN_USE
+    EXPECT_NE(paused.error->message.find("NVML is closed while gpuhost mig apply, pid 1 changes"),
+              std::string::npos);
+    EXPECT_EQ(nvml_hold_holder(dir), "gpuhost mig apply, pid 1");
+    // A second changer waits its turn.
+    auto second = NvmlHold::take(dir, "another");
+    ASSERT_FALSE(second);
+    EXPECT_EQ(second.error().code, ErrorCode::unavailable);
+  }
+  EXPECT_FALSE(nvml_hold_holder(dir));
+  EXPECT_TRUE(session.collect().available);
+  // Open again: registered again, so the next changer waits for it.
+  auto hold = NvmlHold::take(dir, "gpuhost mig apply, pid 2");
+  ASSERT_TRUE(hold);
+  EXPECT_TRUE(hold->wait_for_readers(std::chrono::seconds(10)).empty());
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
 }
 
 }  // namespace

@@ -29,9 +29,10 @@
 #endif
 
 #include "base/json.h"
-#include "gpu/nvml_types.h"
 #include "fake_nvml_internal.h"
+#include "gpu/nvml_types.h"
 #include "mig_state.h"
+#include "nvml_clients.h"
 #include "timeline.h"
 
 using gpuhost::json::Value;
@@ -300,7 +301,7 @@ nvmlReturn_t init(std::string_view function) {
     if (g_init_count == 0) g_devices.clear();
     return forced;
   }
-  ++g_init_count;
+  if (g_init_count++ == 0) fake_nvml::register_nvml_client();
   return NVML_SUCCESS;
 }
 
@@ -595,6 +596,7 @@ nvmlReturn_t nvmlShutdown() {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
   if (--g_init_count == 0) {
+    fake_nvml::unregister_nvml_client();
     // Handles, event sets and samples die with the last shutdown; a waiter wakes up to see it.
     g_devices.clear();
     g_scenario = Value();

@@ -8,6 +8,7 @@
 
 #include "fake_nvml_internal.h"
 #include "mig_state.h"
+#include "nvml_clients.h"
 
 using namespace gpuhost::gpu::nvml;
 using fake_nvml::MigCompute;
@@ -51,7 +52,9 @@ extern "C" {
 nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode, nvmlReturn_t* activation) {
   FAKE_MIG_GPU_CALL(device);
   if (!gpu) return NVML_ERROR_NOT_SUPPORTED;
-  const nvmlReturn_t status = fake_nvml::mig().set_mode(index, mode, fake_nvml::gpu_busy(index), activation);
+  // A reset needs every other process off the GPU: compute processes, and any that has NVML open.
+  const bool held = fake_nvml::gpu_busy(index) || !fake_nvml::other_nvml_clients().empty();
+  const nvmlReturn_t status = fake_nvml::mig().set_mode(index, mode, held, activation);
   fake_nvml::mig_devices_changed(index);
   return status;
 }

@@ -90,6 +90,8 @@ class MigHost:
         self.env["GPUHOST_FAKE_NVML_MIG_STATE"] = host_path(self.state)
         self.env["GPUHOST_FAKE_NVML_BOOT"] = "boot-1"
         self.env["GPUHOST_HOME"] = host_path(os.path.join(self.dir, "home"))
+        # Where gpuhost's NVML readers meet mig apply (gpu/nvml_hold.h): this host's own.
+        self.env["GPUHOST_RUN_DIR"] = host_path(os.path.join(self.dir, "run"))
         self.test = test
 
     def mig(self, *args, expect=None, input_text=None):
@@ -228,6 +230,48 @@ class MigApply(unittest.TestCase):
         self.assertIn("PIDs 4242", proc.stderr)
         self.assertEqual(host.driver_state(), before)
         host.assert_config("all-balanced", expect=0)
+
+    def test_gpuhost_serve_closes_nvml_for_the_reset_and_a_foreign_holder_blocks_it(self):
+        # The fake driver refuses a reset while another process has NVML open (as a real one does
+        # while a process holds /dev/nvidia*). gpuhost serve has it open since its first scrape,
+        # and closes it while mig apply changes the mode; nvidia-smi, DCGM or nvitop would not.
+        from test_serve_cli import Server
+        host = MigHost(self, "serve-steps-aside", "a100_80gb_mig_state")
+        server = Server([], env=host.env)
+        self.addCleanup(server.stop)
+        status, _, body = server.get("/metrics")
+        self.assertEqual(status, 200)
+        self.assertIn("gpuhost_nvml_up 1", body)
+        proc = host.apply("all-balanced")
+        self.assertIn("MIG turned on", proc.stdout)
+        # serve opens NVML again at the next scrape and sees the new slices.
+        status, _, body = server.get("/metrics")
+        self.assertIn("gpuhost_nvml_up 1", body)
+        self.assertIn('GPU_I_PROFILE="3g.40gb"', body)
+        # A foreign monitor holding NVML open: the reset fails, MIG off stays pending, exit 7.
+        stop = os.path.join(host.dir, "monitor.stop")
+        ready = os.path.join(host.dir, "monitor.ready")
+        monitor = subprocess.Popen([SYSTEM_PYTHON, "-c",
+                                    "import ctypes, os, sys, time\n"
+                                    "nvml = ctypes.CDLL(os.environ['GPUHOST_NVML_LIBRARY'])\n"
+                                    "assert nvml.nvmlInit_v2() == 0\n"
+                                    "open(sys.argv[2], 'w').close()\n"
+                                    "deadline = time.time() + 120\n"
+                                    "while not os.path.exists(sys.argv[1]) and time.time() < deadline:\n"
+                                    "    time.sleep(0.1)\n"
+                                    "nvml.nvmlShutdown()\n", stop, ready], env=dict(os.environ, **host.env))
+        self.addCleanup(monitor.wait, 60)
+        self.addCleanup(lambda: open(stop, "w").close())
+        deadline = time.time() + 60
+        while not os.path.exists(ready) and time.time() < deadline:
+            time.sleep(0.05)
+        proc = host.apply("all-disabled", expect=7)
+        self.assertIn("the GPU could not be reset, something holds it", proc.stderr)
+        self.assertNotIn("gpuhost readers that did not close NVML", proc.stderr)
+        open(stop, "w").close()
+        monitor.wait(timeout=60)
+        host.apply("all-disabled")
+        host.assert_config("all-disabled", expect=0)
 
     def test_what_cannot_be_applied_is_refused_with_the_reason(self):
         host = MigHost(self, "refused", "a100_80gb_mig_state")
