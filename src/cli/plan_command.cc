@@ -1,11 +1,13 @@
 #include <cstdio>
 #include <map>
 #include <ostream>
+#include <sstream>
 
 #include "base/json.h"
 #include "base/strings.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/plan_render.h"
 #include "knowledge/knowledge.h"
 #include "plan/instances.h"
 #include "plan/memory.h"
@@ -45,6 +47,7 @@ Job:
 
 Questions:
   --gpu NAME [--max-batch | --max-seq]    does it fit on NAME; the largest batch/sequence that does
+  --list-gpus                             the GPU names gpuhost knows, with memory and dense BF16 TFLOPS
   --smallest-gpu                          the smallest GPU models (and counts) that fit
 
 Ranking (needs the job's total work):
@@ -57,6 +60,8 @@ Ranking (needs the job's total work):
   --spot-interruptions-per-hour R (default 0.05, an assumption)  --restart-minutes M (10)
   --checkpoint-every MIN (30)  --checkpoint-minutes MIN (1)
   --top N                                 rows to print (default 15)
+  --all-instances                         also rank nodes with more GPUs than the job needs (by
+                                          default: the smallest GPU count it fits on, or --gpus)
 
   --json                 print the result as JSON (schema: doc/plan-json.md)
   --no-color, --color=auto|always|never
@@ -71,8 +76,8 @@ Examples:
   # Llama-3-8B LoRA: memory, then the cheapest way to run 40 A100-hours
   gpuhost plan llama-3-8b --method lora --batch 4 --seq 2048 --gradient-checkpointing
   gpuhost plan llama-3-8b --method qlora --gpu-hours 40 --reference-gpu A100
-  # SDXL LoRA (calibration-limited preset: model states only)
-  gpuhost plan sdxl-lora --gpu L4
+  # SDXL LoRA (preset with no activation model: model states only, no "fits" answer)
+  gpuhost plan sdxl-lora
   # YOLOv8 for a production line: largest batch at 1280 px on a T4, Windows prices
   gpuhost plan yolov8m --image-size 1280 --gpu T4 --max-batch
   gpuhost plan yolov8m --batch 16 --gpu-hours 12 --reference-gpu T4 --os windows
@@ -84,18 +89,57 @@ Examples:
 namespace {
 
 constexpr FlagSpec k_plan_flags[] = {
-    {"--json", false}, {"--color", true}, {"--no-color", false}, {"--help", false, "-h"},
-    {"--config", true}, {"--params", true}, {"--layers", true}, {"--hidden", true}, {"--heads", true},
-    {"--kv-heads", true}, {"--vocab", true}, {"--intermediate", true}, {"--method", true}, {"--precision", true},
-    {"--optimizer", true}, {"--batch", true}, {"--seq", true}, {"--grad-accum", true}, {"--image-size", true},
-    {"--checkpointing", true}, {"--gradient-checkpointing", false}, {"--no-flash-attention", false},
-    {"--sharding", true}, {"--gpus", true}, {"--lora-rank", true}, {"--lora-targets", true},
-    {"--no-double-quant", false}, {"--weights", true}, {"--context-gib", true}, {"--headroom", true},
-    {"--gpu", true}, {"--max-batch", false}, {"--max-seq", false}, {"--smallest-gpu", false},
-    {"--gpu-hours", true}, {"--reference-gpu", true}, {"--steps", true}, {"--step-seconds", true},
-    {"--catalog", true}, {"--skypilot-csv", true}, {"--cloud", true}, {"--bench", true}, {"--os", true},
-    {"--spot-interruptions-per-hour", true}, {"--restart-minutes", true}, {"--checkpoint-every", true},
-    {"--checkpoint-minutes", true}, {"--top", true}, {"--list-models", false},
+    {"--json", false},
+    {"--color", true},
+    {"--no-color", false},
+    {"--help", false, "-h"},
+    {"--config", true},
+    {"--params", true},
+    {"--layers", true},
+    {"--hidden", true},
+    {"--heads", true},
+    {"--kv-heads", true},
+    {"--vocab", true},
+    {"--intermediate", true},
+    {"--method", true},
+    {"--precision", true},
+    {"--optimizer", true},
+    {"--batch", true},
+    {"--seq", true},
+    {"--grad-accum", true},
+    {"--image-size", true},
+    {"--checkpointing", true},
+    {"--gradient-checkpointing", false},
+    {"--no-flash-attention", false},
+    {"--sharding", true},
+    {"--gpus", true},
+    {"--lora-rank", true},
+    {"--lora-targets", true},
+    {"--no-double-quant", false},
+    {"--weights", true},
+    {"--context-gib", true},
+    {"--headroom", true},
+    {"--gpu", true},
+    {"--max-batch", false},
+    {"--max-seq", false},
+    {"--smallest-gpu", false},
+    {"--gpu-hours", true},
+    {"--reference-gpu", true},
+    {"--steps", true},
+    {"--step-seconds", true},
+    {"--catalog", true},
+    {"--skypilot-csv", true},
+    {"--cloud", true},
+    {"--bench", true},
+    {"--os", true},
+    {"--spot-interruptions-per-hour", true},
+    {"--restart-minutes", true},
+    {"--checkpoint-every", true},
+    {"--checkpoint-minutes", true},
+    {"--top", true},
+    {"--list-models", false},
+    {"--list-gpus", false},
+    {"--all-instances", false},
 };
 
 constexpr double k_gib = 1024.0 * 1024 * 1024;
@@ -117,10 +161,12 @@ Checked<double> number_flag(const ParsedArgs& p, std::string_view name, double f
   auto v = p.value(name);
   if (!v) return fallback;
   auto n = parse_double(*v);
-  if (!n || *n < min || *n > max)
-    return std::unexpected(usage(std::string(name) + " must be a number from " + format_bytes(0).substr(0, 0) +
-                                 std::to_string(min).substr(0, std::to_string(min).find('.')) + " to " +
-                                 std::to_string(max).substr(0, std::to_string(max).find('.')) + ", not '" + *v + "'"));
+  if (!n || *n < min || *n > max) {
+    char range[96];
+    std::snprintf(range, sizeof range, "%g to %g", min, max);
+    return std::unexpected(
+        usage(std::string(name) + " must be a number from " + range + ", not '" + *v + "'"));
+  }
   return *n;
 }
 
@@ -264,37 +310,44 @@ Checked<plan::JobSetup> job_setup(const ParsedArgs& p, const plan::ModelSpec& mo
   return s;
 }
 
-std::string money(std::optional<double> v) {
-  if (!v) return "missing";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, *v < 100 ? "$%.2f" : "$%.0f", *v);
-  return buf;
+// A family row of gpus.json (h100, a100) has no one memory size: name the models that do.
+std::string memoryless_gpu_message(const knowledge::GpuModel& gpu, const knowledge::GpuTable& table) {
+  std::vector<std::string> sized;
+  for (const auto& m : table.models)
+    if (m.memory_gb && m.key.starts_with(gpu.key + "-")) sized.push_back(m.key);
+  return gpu.name + " comes in several memory sizes (gpus.json gives none for '" + gpu.key + "'): name one" +
+         (sized.empty() ? std::string(" (gpuhost plan --list-gpus)") : ": " + join(sized, ", "));
 }
 
-std::string hours_text(std::optional<double> v) {
-  if (!v) return "?";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f h", *v);
-  return buf;
-}
-
-void render_estimate(std::ostream& out, const plan::ModelSpec& model, const plan::JobSetup& s, const plan::MemoryEstimate& e) {
-  out << model.name << " (" << model.key << "), " << plan::method_name(s.method);
-  if (s.method != plan::Method::inference) out << ", " << plan::precision_name(s.precision) << ", " << plan::optimizer_name(s.optimizer);
-  out << ", batch " << s.batch;
-  if (e.seq) out << " x " << e.seq << " tokens";
-  if (s.gpus > 1) out << ", " << s.gpus << " GPUs (" << plan::sharding_name(s.sharding) << ")";
-  out << "\n";
-  if (!model.provenance.note.empty()) out << "  preset: " << model.provenance.note << "\n";
-  for (const auto& item : e.items) {
-    char line[160];
-    std::snprintf(line, sizeof line, "  %-44s %10s", item.label.c_str(), format_bytes(item.bytes).c_str());
-    out << line << "   " << item.explanation << "\n";
+void list_gpus(std::ostream& out, const knowledge::GpuTable& table, bool as_json) {
+  json::Value list = json::Value::array();
+  if (!as_json) {
+    char line[200];
+    std::snprintf(line, sizeof line, "  %-18s %-28s %8s %10s  %s\n", "key", "name", "memory", "bf16 TF",
+                  "architecture");
+    out << line;
   }
-  out << "  total per GPU: " << format_bytes(e.total_bytes) << (e.basis == "incomplete" ? " (lower bound: a term is unknown)" : "")
-      << (e.basis == "calibrated" ? " (calibrated estimate)" : "") << "\n";
-  if (e.trainable_params > 0) out << "  trainable parameters: " << static_cast<long long>(e.trainable_params) << "\n";
-  for (const auto& n : e.notes) out << "  note: " << n << "\n";
+  for (const auto& m : table.models) {
+    if (as_json) {
+      json::Value v = json::Value::object();
+      v["key"] = m.key;
+      v["name"] = m.name;
+      v["architecture"] = m.architecture;
+      v["memory_gb"] = m.memory_gb ? json::Value(*m.memory_gb) : json::Value();
+      v["bf16_dense_tflops"] = json::Value();
+      if (m.spec && m.spec->bf16_dense_tflops) v["bf16_dense_tflops"] = *m.spec->bf16_dense_tflops;
+      list.push_back(std::move(v));
+      continue;
+    }
+    char memory[32] = "-", tflops[32] = "-", line[256];
+    if (m.memory_gb) std::snprintf(memory, sizeof memory, "%g GB", *m.memory_gb);
+    if (m.spec && m.spec->bf16_dense_tflops)
+      std::snprintf(tflops, sizeof tflops, "%g", *m.spec->bf16_dense_tflops);
+    std::snprintf(line, sizeof line, "  %-18s %-28s %8s %10s  ", m.key.c_str(), m.name.c_str(), memory,
+                  tflops);
+    out << line << m.architecture << "\n";
+  }
+  if (as_json) out << json::dump(list, 2) << "\n";
 }
 
 }  // namespace
@@ -336,6 +389,13 @@ int run_plan(CommandContext& context) {
   }
   auto knowledge = knowledge::load_knowledge();
   if (!knowledge) return report_error(context.err, knowledge.error().message, "", k_exit_error);
+  if (p.has("--list-gpus")) {
+    list_gpus(context.out, knowledge->gpus, common->json);
+    return k_exit_ok;
+  }
+  // Everything goes to `out` and is printed only once every flag and file has been checked: a bad
+  // --gpu-hours or --gpu exits 2 with its message alone, never after half a report.
+  std::ostringstream out;
 
   auto model = choose_model(p, *catalog);
   if (!model) return fail(model.error());
@@ -361,29 +421,40 @@ int run_plan(CommandContext& context) {
   result["setup"]["sharding"] = plan::sharding_name(setup->sharding);
   result["setup"]["gpus"] = setup->gpus;
   result["memory"] = plan::to_json(*estimate);
-  if (!common->json) render_estimate(context.out, *model, *setup, *estimate);
+  if (!common->json) render_estimate(out, *model, *setup, *estimate);
 
+  // A fit answer from a total that leaves activations out would say "fits" for anything.
+  if (estimate->basis == "incomplete" && (p.has("--gpu") || p.has("--smallest-gpu")))
+    return fail(
+        usage(model->name + " has no activation model in gpuhost (" +
+              (model->provenance.note.empty() ? std::string("no published measurement to derive one from")
+                                              : model->provenance.note) +
+              "), so its total is a lower bound and whether it fits cannot be answered; run it once and read "
+              "torch.cuda.max_memory_allocated(), or plan with --method inference"));
   // Does it fit on --gpu; the largest batch / sequence.
   if (auto gpu_name = p.value("--gpu")) {
     auto key = plan::resolve_gpu(*gpu_name, knowledge->gpus);
     if (!key) return fail(usage(key.error().message));
     const auto* gpu = knowledge->gpus.find_by_key(*key);
-    if (!gpu->memory_gb) return fail(usage("gpus.json has no memory size for " + gpu->name + "; name a specific model (e.g. a100-sxm4-80gb)"));
+    if (!gpu->memory_gb) return fail(usage(memoryless_gpu_message(*gpu, knowledge->gpus)));
     const double memory = *gpu->memory_gb * k_gib;
     json::Value fit = json::Value::object();
     fit["gpu"] = gpu->key;
     fit["memory_gb"] = *gpu->memory_gb;
     fit["fits"] = estimate->total_bytes <= memory;
     if (!common->json)
-      context.out << "\n" << gpu->name << " (" << *gpu->memory_gb << " GB): " << (estimate->total_bytes <= memory ? "fits" : "does NOT fit") << "\n";
+      out << "\n"
+          << gpu->name << " (" << *gpu->memory_gb
+          << " GB): " << (estimate->total_bytes <= memory ? "fits" : "does NOT fit") << "\n";
     if (p.has("--max-batch") || p.has("--max-seq")) {
       auto best = p.has("--max-seq") ? plan::largest_seq(*model, *setup, memory) : plan::largest_batch(*model, *setup, memory);
       if (!best) return fail(usage(best.error().message));
       const char* what = p.has("--max-seq") ? "largest_seq" : "largest_batch";
       fit[what] = *best ? json::Value(**best) : json::Value(nullptr);
       if (!common->json)
-        context.out << "  " << (p.has("--max-seq") ? "largest sequence length" : "largest micro-batch") << " that fits: "
-                    << (*best ? std::to_string(**best) : std::string("none (even 1 does not fit)")) << "\n";
+        out << "  " << (p.has("--max-seq") ? "largest sequence length" : "largest micro-batch")
+            << " that fits: " << (*best ? std::to_string(**best) : std::string("none (even 1 does not fit)"))
+            << "\n";
     }
     result["fit"] = std::move(fit);
   } else if (p.has("--max-batch") || p.has("--max-seq")) {
@@ -412,16 +483,21 @@ int run_plan(CommandContext& context) {
     }
     std::stable_sort(found.begin(), found.end(), [](const Candidate& a, const Candidate& b) { return a.total < b.total; });
     json::Value list = json::Value::array();
-    if (!common->json) context.out << "\nsmallest GPUs that fit (count > 1 shards with " << (setup->sharding == plan::Sharding::none ? "zero3" : plan::sharding_name(setup->sharding)) << "):\n";
+    if (!common->json)
+      out << "\nsmallest GPUs that fit (count > 1 shards with "
+          << (setup->sharding == plan::Sharding::none ? "zero3" : plan::sharding_name(setup->sharding))
+          << "):\n";
     for (std::size_t i = 0; i < found.size() && i < 5; ++i) {
       json::Value v = json::Value::object();
       v["gpu"] = found[i].gpu->key;
       v["count"] = found[i].count;
       v["memory_gb"] = *found[i].gpu->memory_gb;
       list.push_back(std::move(v));
-      if (!common->json) context.out << "  " << found[i].count << " x " << found[i].gpu->name << " (" << *found[i].gpu->memory_gb << " GB)\n";
+      if (!common->json)
+        out << "  " << found[i].count << " x " << found[i].gpu->name << " (" << *found[i].gpu->memory_gb
+            << " GB)\n";
     }
-    if (found.empty() && !common->json) context.out << "  none with up to 8 GPUs\n";
+    if (found.empty() && !common->json) out << "  none with up to 8 GPUs\n";
     result["smallest_gpus"] = std::move(list);
   }
 
@@ -434,6 +510,8 @@ int run_plan(CommandContext& context) {
     if (!ref) return fail(usage(ref.error().message));
     plan::Work work;
     work.reference_gpu = *ref;
+    work.max_gpus = p.has("--gpus") ? setup->gpus : 0;
+    work.all_instances = p.has("--all-instances");
     if (p.has("--gpu-hours")) {
       auto h = number_flag(p, "--gpu-hours", 0, 0.001, 1e9);
       if (!h) return fail(h.error());
@@ -507,37 +585,16 @@ int run_plan(CommandContext& context) {
     for (const auto& w : instances->warnings) warnings.push_back(w);
     result["ranking"]["catalog_warnings"] = std::move(warnings);
     if (!common->json) {
-      context.out << "\nWhole job: " << work.reference_gpu_hours << " GPU-hours on " << work.reference_gpu << ", " << knowledge::os_name(*os)
-                  << " prices\n";
-      char line[300];
-      std::snprintf(line, sizeof line, "  %-3s %-7s %-28s %-18s %-4s %9s %9s %10s %10s %10s  %s\n", "#", "cloud", "instance", "GPUs", "fits",
-                    "$/h", "hours", "on-demand", "spot+risk", "best", "flags");
-      context.out << line;
-      int rank = 0;
-      for (const auto& o : ranking->options) {
-        if (rank >= *top) break;
-        ++rank;
-        std::string gpus = std::to_string(o.instance->gpu_count) + "x " + o.instance->gpu;
-        std::string flags = join(o.flags, "; ");
-        std::snprintf(line, sizeof line, "  %-3d %-7s %-28s %-18s %-4s %9s %9s %10s %10s %10s  %s\n", rank, o.instance->cloud.c_str(),
-                      o.instance->instance_type.substr(0, 28).c_str(), gpus.c_str(), o.fits ? "yes" : "no", money(o.price_per_hour).c_str(),
-                      hours_text(o.hours).c_str(), money(o.on_demand_total).c_str(), money(o.spot_total).c_str(),
-                      o.best_total ? (money(o.best_total) + " " + o.best_option).c_str() : "-", flags.c_str());
-        context.out << line;
-      }
-      for (const auto& o : ranking->options)
-        if (o.fits && o.risk && o.risk->finishes) {
-          char buf[200];
-          std::snprintf(buf, sizeof buf, "  spot on the top row: %.2f expected interruptions; checkpoint every %.0f min to minimise the expected cost (Young: sqrt(2 x checkpoint time / interruption rate))\n",
-                        o.risk->expected_interruptions, o.risk->optimal_interval_hours * 60);
-          context.out << buf;
-          break;
-        }
-      for (const auto& n : ranking->notes) context.out << "  note: " << n << "\n";
-      for (const auto& w : instances->warnings) context.out << "  catalog: " << w << "\n";
+      char hours[40];
+      std::snprintf(hours, sizeof hours, work.reference_gpu_hours >= 1e5 ? "%.0f" : "%.6g",
+                    work.reference_gpu_hours);
+      out << "\nWhole job: " << hours << " GPU-hours on " << work.reference_gpu << ", "
+          << knowledge::os_name(*os) << " prices\n";
+      render_ranking(out, *ranking, instances->warnings, *top, plan_output_width());
     }
   }
-  if (common->json) context.out << json::dump(result, 2) << "\n";
+  if (common->json) out << json::dump(result, 2) << "\n";
+  context.out << out.str();
   return k_exit_ok;
 }
 

@@ -64,6 +64,7 @@ Result<InstanceCatalog> parse_instance_catalog(std::string_view text, const std:
     in.on_demand = row.optional_number("on_demand_usd_per_hour");
     in.spot = row.optional_number("spot_usd_per_hour");
     in.reserved = row.optional_number("reserved_usd_per_hour");
+    if (auto hours = row.optional_number("reserved_min_hours")) in.reserved_min_hours = *hours;
     in.windows = row.optional_number("windows_usd_per_hour");
     for (auto* price : {&in.on_demand, &in.spot, &in.reserved, &in.windows})
       if (row.ok() && *price && **price == 0)

@@ -25,6 +25,9 @@ struct Instance {
   std::optional<double> on_demand;  // USD per hour, Linux
   std::optional<double> spot;
   std::optional<double> reserved;
+  // The least a reserved price commits to, in hours of the whole instance: an EC2 Capacity Block
+  // is booked by the day (24); a row that does not say is a 1-year reservation (8760).
+  double reserved_min_hours = 8760;
   std::optional<double> windows;  // USD per hour when the catalog gives a Windows price
   knowledge::Provenance provenance;
   std::vector<std::string> warnings;  // sanity-check findings (catalog quirks)

@@ -56,6 +56,7 @@ json::Value to_json(const Ranking& r) {
     v["usd_per_hour"] = opt(o.price_per_hour);
     v["on_demand_total_usd"] = opt(o.on_demand_total);
     v["reserved_total_usd"] = opt(o.reserved_total);
+    v["reserved_commitment_total_usd"] = opt(o.reserved_commitment_total);
     v["spot_usd_per_hour"] = opt(o.spot_price_per_hour);
     v["spot_total_usd"] = opt(o.spot_total);
     if (o.risk) {

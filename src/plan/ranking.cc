@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 
 #include "base/json.h"
@@ -44,11 +45,24 @@ Result<std::string> resolve_gpu(std::string_view name, const knowledge::GpuTable
   if (const auto* m = gpus.find_by_key(to_lower(name))) return m->key;
   if (auto match = gpus.match(name)) return match->model->key;
   if (auto match = gpus.match("NVIDIA " + std::string(name))) return match->model->key;
-  std::vector<std::string> keys;
-  for (const auto& m : gpus.models) keys.push_back(m.key);
+  // A family name ("H100", "a100 80gb"): every model whose key has all of its words.
+  const std::vector<std::string> words = knowledge::gpu_name_tokens(name);
+  std::vector<std::string> keys, family;
+  for (const auto& m : gpus.models) {
+    keys.push_back(m.key);
+    const std::vector<std::string> key_words = split(m.key, '-');
+    if (!words.empty() && std::all_of(words.begin(), words.end(), [&](const std::string& w) {
+          return std::find(key_words.begin(), key_words.end(), w) != key_words.end();
+        }))
+      family.push_back(m.key);
+  }
+  if (family.size() == 1) return family.front();
+  if (family.size() > 1)
+    return make_error(ErrorCode::not_found, "'" + std::string(name) + "' names several GPU models: " +
+                                                join(family, ", ") + "; give one of them");
   std::string message = "unknown GPU '" + std::string(name) + "'";
   if (auto close = closest_match(to_lower(name), keys)) message += " (did you mean '" + *close + "'?)";
-  return make_error(ErrorCode::not_found, message);
+  return make_error(ErrorCode::not_found, message + "; gpuhost plan --list-gpus lists the GPUs it knows");
 }
 
 Result<std::vector<GpuThroughput>> parse_bench_result(std::string_view text, const std::string& location,
@@ -150,7 +164,16 @@ Result<Ranking> rank_instances(const InstanceCatalog& catalog, const ThroughputT
     if (!o.spot_price_per_hour) o.flags.push_back("spot price missing");
     if (o.hours) {
       if (o.price_per_hour) o.on_demand_total = *o.price_per_hour * *o.hours;
-      if (in.reserved && os == knowledge::Os::linux) o.reserved_total = *in.reserved * *o.hours;
+      if (in.reserved && os == knowledge::Os::linux) {
+        o.reserved_total = *in.reserved * *o.hours;
+        o.reserved_commitment_total = *in.reserved * std::max(*o.hours, in.reserved_min_hours);
+        if (*o.hours < in.reserved_min_hours) {
+          char text[160];
+          std::snprintf(text, sizeof text, "reserved: a %.0f-hour commitment for a %.1f-hour job costs $%.0f",
+                        in.reserved_min_hours, *o.hours, *o.reserved_commitment_total);
+          o.flags.push_back(text);
+        }
+      }
       if (o.spot_price_per_hour) {
         SpotRisk r = spot_risk(*o.hours, spot);
         o.risk = r;
@@ -159,7 +182,9 @@ Result<Ranking> rank_instances(const InstanceCatalog& catalog, const ThroughputT
         else
           o.flags.push_back("spot: interruptions outpace progress at this checkpoint interval");
       }
-      for (auto [total, name] : {std::pair{o.spot_total, "spot"}, {o.on_demand_total, "on-demand"}, {o.reserved_total, "reserved"}})
+      for (auto [total, name] : {std::pair{o.spot_total, "spot"},
+                                 {o.on_demand_total, "on-demand"},
+                                 {o.reserved_commitment_total, "reserved"}})
         if (total && (!o.best_total || *total < *o.best_total)) {
           o.best_total = total;
           o.best_option = name;
@@ -167,6 +192,25 @@ Result<Ranking> rank_instances(const InstanceCatalog& catalog, const ThroughputT
     }
     if (!o.fits) o.flags.push_back("does not fit: needs " + format_bytes(o.needed_bytes_per_gpu) + " per GPU");
     ranking.options.push_back(std::move(o));
+  }
+  // Nodes bigger than the job: left out unless asked for.
+  if (!work.all_instances) {
+    int limit = work.max_gpus;
+    if (limit <= 0) {
+      for (const auto& o : ranking.options)
+        if (o.fits && (limit <= 0 || o.instance->gpu_count < limit)) limit = o.instance->gpu_count;
+    }
+    if (limit > 0) {
+      const auto before = ranking.options.size();
+      std::erase_if(ranking.options, [&](const RankedOption& o) { return o.instance->gpu_count > limit; });
+      if (const auto dropped = before - ranking.options.size(); dropped > 0)
+        ranking.notes.push_back(
+            std::to_string(dropped) + " instance types with more than " + std::to_string(limit) + " GPU" +
+            (limit == 1 ? "" : "s") + " are left out: the job " + (work.max_gpus > 0 ? "uses " : "fits on ") +
+            std::to_string(limit) +
+            ", and more GPUs do not speed it up in proportion (--gpus N to plan for more, "
+            "--all-instances to list every node)");
+    }
   }
   auto group = [](const RankedOption& o) { return !o.fits ? 2 : o.best_total ? 0 : 1; };
   std::stable_sort(ranking.options.begin(), ranking.options.end(), [&](const RankedOption& a, const RankedOption& b) {
@@ -178,6 +222,9 @@ Result<Ranking> rank_instances(const InstanceCatalog& catalog, const ThroughputT
     ranking.notes.push_back("spot interruption rate " + std::to_string(spot.interruptions_per_hour).substr(0, 5) +
                             "/h is gpuhost's assumption, not a sourced figure: set --spot-interruptions-per-hour");
   ranking.notes.push_back("time scales with dense 16-bit TFLOPS and GPU count (no communication overhead)");
+  ranking.notes.push_back(
+      "reserved prices are best only for jobs as long as their least term (a Capacity Block: 24 h; "
+      "a reservation: 1 year), which is paid in full");
   return ranking;
 }
 

@@ -73,6 +73,11 @@ struct SpotRisk {
 struct Work {
   double reference_gpu_hours = 0;  // GPU-hours of the whole job on one reference GPU
   std::string reference_gpu;       // gpus.json key
+  // The most GPUs one instance may have: the job's own count (plan --gpus), or 0 for the
+  // smallest count at which the job fits. Bigger nodes are left out (a note says how many):
+  // time is not assumed to scale perfectly over GPUs the job does not use.
+  int max_gpus = 0;
+  bool all_instances = false;  // plan --all-instances: rank every node anyway
 };
 
 struct RankedOption {
@@ -82,7 +87,10 @@ struct RankedOption {
   std::optional<double> hours;  // job wall-clock on this instance (work / throughput / GPUs)
   std::optional<double> price_per_hour;  // on-demand for the chosen OS
   std::optional<double> on_demand_total;
-  std::optional<double> reserved_total;
+  std::optional<double> reserved_total;  // reserved price x the job's hours
+  // What the job costs reserved, with the reservation's least term paid in full (a 2-hour job on
+  // a 24-hour Capacity Block pays 24 hours): what "best" compares.
+  std::optional<double> reserved_commitment_total;
   std::optional<double> spot_price_per_hour;
   std::optional<double> spot_total;  // risk-adjusted
   std::optional<SpotRisk> risk;

@@ -51,6 +51,7 @@ TEST(Ranking, ScalesTimeByThroughputAndFlagsMissingPrices) {
   static const knowledge::Knowledge k = *knowledge::load_knowledge();
   ThroughputTable t = spec_throughput(k.gpus);
   Work work{100, "a100-sxm4-80gb"};
+  work.all_instances = true;  // the 8-GPU node too
   auto memory = [](int) -> Result<MemoryEstimate> {
     MemoryEstimate e;
     e.total_bytes = 20.0 * 1024 * 1024 * 1024;  // 20 GiB: T4 does not fit
@@ -102,6 +103,73 @@ TEST(Ranking, ResolvesGpuNamesWithSuggestions) {
   auto bad = resolve_gpu("h10o-sxm", k.gpus);
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("did you mean 'h100-sxm'"), std::string::npos) << bad.error().message;
+}
+
+Instance test_instance(std::string type, int count, double on_demand, std::optional<double> reserved = {}) {
+  Instance in;
+  in.cloud = "test";
+  in.instance_type = std::move(type);
+  in.gpu = "a100-sxm4-80gb";
+  in.gpu_count = count;
+  in.gpu_memory_gb = 80;
+  in.on_demand = on_demand;
+  in.reserved = reserved;
+  return in;
+}
+
+Result<MemoryEstimate> small_job(int) {
+  MemoryEstimate e;
+  e.total_bytes = 10.0 * 1024 * 1024 * 1024;
+  return e;
+}
+
+TEST(Ranking, NodesBiggerThanTheJobNeedsAreLeftOutUnlessAsked) {
+  InstanceCatalog catalog;
+  catalog.instances = {test_instance("one", 1, 3.0), test_instance("eight", 8, 24.0),
+                       test_instance("two", 2, 6.0)};
+  static const knowledge::Knowledge k = *knowledge::load_knowledge();
+  ThroughputTable t = spec_throughput(k.gpus);
+  Work work{10, "a100-sxm4-80gb"};
+  auto r = rank_instances(catalog, t, work, SpotPolicy{}, knowledge::Os::linux, small_job);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->options.size(), 1u);  // fits on one GPU: the 2- and 8-GPU nodes are not ranked
+  EXPECT_EQ(r->options[0].instance->instance_type, "one");
+  EXPECT_NE(r->notes[0].find("2 instance types with more than 1 GPU are left out"), std::string::npos)
+      << r->notes[0];
+  work.max_gpus = 2;  // plan --gpus 2
+  r = rank_instances(catalog, t, work, SpotPolicy{}, knowledge::Os::linux, small_job);
+  ASSERT_EQ(r->options.size(), 2u);
+  work.all_instances = true;
+  r = rank_instances(catalog, t, work, SpotPolicy{}, knowledge::Os::linux, small_job);
+  EXPECT_EQ(r->options.size(), 3u);
+}
+
+TEST(Ranking, AReservedPriceIsBestOnlyForAJobAsLongAsItsTerm) {
+  InstanceCatalog catalog;
+  catalog.instances = {test_instance("block", 1, 3.0, 1.0)};
+  catalog.instances[0].reserved_min_hours = 24;  // an EC2 Capacity Block: booked by the day
+  static const knowledge::Knowledge k = *knowledge::load_knowledge();
+  ThroughputTable t = spec_throughput(k.gpus);
+  // 2 hours: on-demand $6; reserved $2 for the hours but $24 for the day it commits to.
+  auto r =
+      rank_instances(catalog, t, Work{2, "a100-sxm4-80gb"}, SpotPolicy{}, knowledge::Os::linux, small_job);
+  ASSERT_TRUE(r);
+  const RankedOption& short_job = r->options.at(0);
+  EXPECT_EQ(short_job.best_option, "on-demand");
+  EXPECT_NEAR(*short_job.best_total, 6, 1e-9);
+  EXPECT_NEAR(*short_job.reserved_total, 2, 1e-9);
+  EXPECT_NEAR(*short_job.reserved_commitment_total, 24, 1e-9);
+  EXPECT_NE(std::find(short_job.flags.begin(), short_job.flags.end(),
+                      "reserved: a 24-hour commitment for a 2.0-hour job costs $24"),
+            short_job.flags.end());
+  // 100 hours: reserved $100 against on-demand $300.
+  r = rank_instances(catalog, t, Work{100, "a100-sxm4-80gb"}, SpotPolicy{}, knowledge::Os::linux, small_job);
+  EXPECT_EQ(r->options.at(0).best_option, "reserved");
+  EXPECT_NEAR(*r->options.at(0).best_total, 100, 1e-9);
+  // A row that does not say is a 1-year reservation: never best for a 100-hour job.
+  catalog.instances[0].reserved_min_hours = 8760;
+  r = rank_instances(catalog, t, Work{100, "a100-sxm4-80gb"}, SpotPolicy{}, knowledge::Os::linux, small_job);
+  EXPECT_EQ(r->options.at(0).best_option, "on-demand");
 }
 
 }  // namespace

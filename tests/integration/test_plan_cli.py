@@ -6,6 +6,10 @@ import unittest
 
 from gpuhost_test import GpuhostTestCase, host_path, run, tmp_dir
 
+GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden", "plan")
+# GPUHOST_UPDATE_GOLDEN=1 rewrites the files from this build's output (review the diff).
+UPDATE = os.environ.get("GPUHOST_UPDATE_GOLDEN") == "1"
+
 
 class Plan(GpuhostTestCase):
     def plan_json(self, args, expect_exit=0):
@@ -49,6 +53,65 @@ class Plan(GpuhostTestCase):
         proc = run(["plan", "yolov8n", "--gpu-hours", "2", "--reference-gpu", "T4", "--skypilot-csv", host_path(path)])
         self.assertEqual(proc.returncode, 3, proc.stderr)
         self.assertIn(":2:18:", proc.stderr)
+
+
+class PlanGolden(GpuhostTestCase):
+    """The human output, byte for byte, at 80 and 160 columns (COLUMNS), on Linux and on the
+    Windows build: long flags on lines of their own (never cut, never shifting a column),
+    Windows prices present or explained per row, and huge values that keep the columns."""
+
+    CASES = {
+        "qlora-ranking": ["llama-3-8b", "--method", "qlora", "--gpu-hours", "40", "--reference-gpu", "A100"],
+        "yolo-windows": ["yolov8m", "--batch", "16", "--gpu-hours", "12", "--reference-gpu", "T4", "--os", "windows"],
+        "extreme-hours": ["llama-3-8b", "--method", "qlora", "--gpu-hours", "1e9", "--reference-gpu", "A100", "--top", "6"],
+    }
+
+    def check(self, name, columns):
+        proc = run(["plan"] + self.CASES[name], env={"COLUMNS": str(columns), "NO_COLOR": "1"})
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        got = proc.stdout.replace("\r\n", "\n")
+        path = os.path.join(GOLDEN, "%s-%d.txt" % (name, columns))
+        if UPDATE:
+            os.makedirs(GOLDEN, exist_ok=True)
+            with open(path, "w", newline="\n") as f:
+                f.write(got)
+        with open(path, newline="") as f:
+            want = f.read()
+        self.assertEqual(got, want, "gpuhost plan %s at %d columns differs from %s" % (name, columns, path))
+        table = got[got.index("Whole job"):].splitlines()
+        for line in table:
+            self.assertLessEqual(len(line), columns, "a line wider than %d columns: %r" % (columns, line))
+
+    def test_qlora_ranking_at_80_and_160_columns(self):
+        self.check("qlora-ranking", 80)
+        self.check("qlora-ranking", 160)
+
+    def test_windows_prices_at_80_and_160_columns(self):
+        self.check("yolo-windows", 80)
+        self.check("yolo-windows", 160)
+
+    def test_extreme_hours_keep_the_columns(self):
+        self.check("extreme-hours", 160)
+        self.check("extreme-hours", 80)
+
+    def test_flag_errors_come_before_any_output(self):
+        for args, text in ((["yolov8m", "--gpu-hours", "-5", "--reference-gpu", "T4"], "--gpu-hours must be a number from 0.001"),
+                           (["yolov8m", "--gpu", "H100"], "name one: h100-sxm, h100-pcie, h100-nvl"),
+                           (["yolov8m", "--gpu", "H10"], "gpuhost plan --list-gpus"),
+                           (["resnet-50", "--gpu", "A100-40GB", "--max-batch"], "has no activation model in gpuhost"),
+                           (["llama-3-8b", "--gpu-hours", "4", "--reference-gpu", "T4", "--top", "0"], "--top")):
+            proc = run(["plan"] + args)
+            self.assertEqual(proc.returncode, 2, proc.stderr)
+            self.assertEqual(proc.stdout, "", "output before the error %r" % proc.stderr)
+            self.assertIn(text, proc.stderr)
+
+    def test_list_gpus(self):
+        proc = run(["plan", "--list-gpus", "--json"])
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        gpus = {g["key"]: g for g in json.loads(proc.stdout)}
+        self.assertEqual(gpus["a100-sxm4-80gb"]["bf16_dense_tflops"], 312)
+        self.assertEqual(gpus["t4"]["memory_gb"], 16)
+        self.assertIn("h100-nvl", run(["plan", "--list-gpus"]).stdout)
 
 
 if __name__ == "__main__":
