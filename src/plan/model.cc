@@ -72,14 +72,30 @@ Result<void> validate_shape(const ModelSpec& m) {
 
 Result<const ModelSpec*> ModelCatalog::find(std::string_view name) const {
   std::vector<std::string> names;
-  for (const auto& m : models) {
-    if (iequals(m.key, name)) return &m;
-    for (const auto& alias : m.aliases)
-      if (iequals(alias, name)) return &m;
-    names.push_back(m.key);
-  }
+  auto lookup = [&](std::string_view wanted) -> const ModelSpec* {
+    for (const auto& m : models) {
+      if (iequals(m.key, wanted)) return &m;
+      for (const auto& alias : m.aliases)
+        if (iequals(alias, wanted)) return &m;
+    }
+    return nullptr;
+  };
+  if (const ModelSpec* m = lookup(name)) return m;
+  // A Hugging Face id ("meta-llama/Meta-Llama-3-8B", "Qwen/Qwen3-8B"): the repository name is
+  // a key or an alias.
+  const auto slash = name.find('/');
+  const bool hf_id = slash != std::string_view::npos && slash > 0 && slash + 1 < name.size();
+  if (hf_id)
+    if (const ModelSpec* m = lookup(name.substr(slash + 1))) return m;
+  for (const auto& m : models) names.push_back(m.key);
+  const std::string wanted = to_lower(hf_id ? name.substr(slash + 1) : name);
   std::string message = "unknown model '" + std::string(name) + "'";
-  if (auto close = closest_match(to_lower(name), names)) message += " (did you mean '" + *close + "'?)";
+  if (auto close = closest_match(wanted, names)) message += " (did you mean '" + *close + "'?)";
+  if (hf_id)
+    message +=
+        "; a Hugging Face model gpuhost does not know is planned from its config: --config config.json "
+        "(https://huggingface.co/" +
+        std::string(name) + "/blob/main/config.json)";
   return make_error(ErrorCode::not_found, message);
 }
 
