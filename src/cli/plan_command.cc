@@ -43,6 +43,9 @@ Job:
   --checkpointing none|selective|full     (--gradient-checkpointing = full)
   --no-flash-attention
   --sharding none|ddp|zero1|zero2|zero3|fsdp  --gpus N
+  --offload none|optimizer|all            CPU offload of full fine-tuning's model states (DeepSpeed
+                                          offload_optimizer / offload_param, FSDP CPUOffload):
+                                          the GPU keeps the 16-bit weights, or only the gathered layer
   --lora-rank R  --lora-targets q,k,v,o|all-linear  --no-double-quant
   --weights bf16|fp32|int8|int4           inference weight format
   --context-gib X  --headroom PCT         (defaults 1.31 GiB measured by HF, 10% assumed)
@@ -114,6 +117,7 @@ constexpr FlagSpec k_plan_flags[] = {
     {"--gradient-checkpointing", false},
     {"--no-flash-attention", false},
     {"--sharding", true},
+    {"--offload", true},
     {"--gpus", true},
     {"--lora-rank", true},
     {"--lora-targets", true},
@@ -263,6 +267,11 @@ Checked<plan::JobSetup> job_setup(const ParsedArgs& p, const plan::ModelSpec& mo
   auto sharding = choice<Sharding>(p, "--sharding", Sharding::none,
                                    {{"none", Sharding::none}, {"ddp", Sharding::none}, {"zero1", Sharding::zero1}, {"zero2", Sharding::zero2},
                                     {"zero3", Sharding::zero3}, {"fsdp", Sharding::zero3}});
+  auto offload =
+      choice<Offload>(p, "--offload", Offload::none,
+                      {{"none", Offload::none}, {"optimizer", Offload::optimizer}, {"all", Offload::all}});
+  if (!offload) return std::unexpected(offload.error());
+  s.offload = *offload;
   auto weights = choice<WeightFormat>(p, "--weights", WeightFormat::bf16,
                                       {{"bf16", WeightFormat::bf16}, {"fp32", WeightFormat::fp32}, {"int8", WeightFormat::int8}, {"int4", WeightFormat::int4}});
   if (!method) return std::unexpected(method.error());
@@ -421,6 +430,7 @@ int run_plan(CommandContext& context) {
   result["setup"]["checkpointing"] = plan::checkpointing_name(setup->checkpointing);
   result["setup"]["flash_attention"] = setup->flash_attention;
   result["setup"]["sharding"] = plan::sharding_name(setup->sharding);
+  result["setup"]["offload"] = plan::offload_name(setup->offload);
   result["setup"]["gpus"] = setup->gpus;
   result["memory"] = plan::to_json(*estimate);
   if (!common->json) render_estimate(out, *model, *setup, *estimate);

@@ -45,6 +45,15 @@ const char* checkpointing_name(Checkpointing c) {
   return "?";
 }
 
+const char* offload_name(Offload o) {
+  switch (o) {
+    case Offload::none: return "none";
+    case Offload::optimizer: return "optimizer";
+    case Offload::all: return "all";
+  }
+  return "?";
+}
+
 const char* sharding_name(Sharding s) {
   switch (s) {
     case Sharding::none: return "none";
@@ -159,6 +168,20 @@ Result<void> validate_setup(const JobSetup& s) {
     return make_error(ErrorCode::invalid_argument, "LoRA needs at least one target module");
   if (s.headroom < 0 || s.headroom > 1) return make_error(ErrorCode::invalid_argument, "headroom must be between 0 and 100%");
   if (s.context_bytes < 0) return make_error(ErrorCode::invalid_argument, "context memory must not be negative");
+  if (s.offload != Offload::none) {
+    if (s.method != Method::full)
+      return make_error(
+          ErrorCode::invalid_argument,
+          "--offload moves full fine-tuning's model states to the CPU; use it with --method full");
+    if (s.sharding == Sharding::none)
+      return make_error(ErrorCode::invalid_argument,
+                        "--offload needs ZeRO or FSDP: --sharding zero1|zero2|zero3|fsdp (DeepSpeed offloads "
+                        "from ZeRO stage 1 on)");
+    if (s.offload == Offload::all && s.sharding != Sharding::zero3)
+      return make_error(ErrorCode::invalid_argument,
+                        "--offload all (the parameters too) needs --sharding zero3 or fsdp; ZeRO-1/2 offload "
+                        "the optimizer only");
+  }
   return {};
 }
 
@@ -294,7 +317,36 @@ Result<MemoryEstimate> estimate_memory(const ModelSpec& m, const JobSetup& setup
   }
 
   const bool fp32_acts = setup.precision == Precision::fp32;
-  if (setup.method == Method::full) {
+  if (setup.method == Method::full && setup.offload != Offload::none) {
+    // DeepSpeed's own estimators (estimate_zero2_model_states_mem_needs, stage_1_and_2.py, and
+    // estimate_zero3_model_states_mem_needs, stage3.py): with the optimizer offloaded the GPU
+    // keeps the 16-bit weights (2 bytes/param; ZeRO-3 shards them) and the gradients go to the
+    // CPU with the optimizer; with the parameters offloaded too, only the gathered layer stays.
+    e.trainable_params = p;
+    const bool stage3 = setup.sharding == Sharding::zero3;
+    const double wb = setup.precision == Precision::fp32 ? 4 : 2;
+    if (setup.offload == Offload::all) {
+      e.items.push_back({"weights", "weights", 0, "offloaded to the CPU (offload_param)"});
+    } else {
+      auto [w, wt] = shard_note(wb * p, num(p) + " params x " + num(wb) + " bytes", stage3);
+      e.items.push_back({"weights", std::string("weights (") + (wb == 4 ? "fp32" : "bf16") + ")", w, wt});
+    }
+    e.items.push_back(
+        {"gradients", "gradients", 0, "offloaded to the CPU with the optimizer (ZeRO-Offload)"});
+    e.items.push_back({"optimizer", std::string("optimizer states (") + optimizer_name(setup.optimizer) + ")",
+                       0, "on the CPU (offload_optimizer: DeepSpeedCPUAdam steps there)"});
+    if (stage3)
+      e.items.push_back({"gather", "ZeRO-3 gathered-layer buffer", 4 * largest_layer,
+                         "4 bytes x largest layer " + num(largest_layer) +
+                             " params (DeepSpeed estimate_zero3_model_states_mem_needs)"});
+    const double per_param =
+        std::max(4.0 * setup.gpus, stage3 && setup.offload == Offload::all ? 18.0 : 16.0);
+    e.notes.push_back(
+        "CPU offload: the host needs about " + gib(p * per_param * 1.5) +
+        " of RAM per node for the offloaded states (" + num(p) + " params x " + num(per_param) +
+        " bytes x 1.5, DeepSpeed's estimate with its default additional_buffer_factor), and each step moves "
+        "the gradients and weights over PCIe");
+  } else if (setup.method == Method::full) {
     StateBytes sb = full_state_bytes(setup.precision, setup.optimizer);
     e.trainable_params = p;
     bool s1 = setup.sharding != Sharding::none, s2 = setup.sharding == Sharding::zero2 || setup.sharding == Sharding::zero3;
@@ -341,7 +393,7 @@ Result<MemoryEstimate> estimate_memory(const ModelSpec& m, const JobSetup& setup
     if (qlora && setup.paged_optimizer)
       e.notes.push_back("paged optimizer: AdamW pages move to CPU memory under pressure, so short spikes above the estimate do not fail; the estimate keeps them on the GPU");
   }
-  if (zero3) {
+  if (zero3 && setup.offload == Offload::none) {
     e.items.push_back({"gather", "ZeRO-3 gathered-layer buffer", 4 * largest_layer,
                        "4 bytes x largest layer " + num(largest_layer) + " params (DeepSpeed estimate_zero3_model_states_mem_needs)"});
   }

@@ -21,8 +21,13 @@ enum class Checkpointing { none, selective, full };
 // SHARD_GRAD_OP = stage 2; plain DDP = none.
 enum class Sharding { none, zero1, zero2, zero3 };
 enum class WeightFormat { fp32, bf16, int8, int4 };
+// CPU offload of model states (DeepSpeed offload_optimizer / offload_param, FSDP CPUOffload):
+// optimizer: the optimizer states and the gradients live on the CPU (ZeRO-Offload); all: the
+// parameters too (ZeRO-3 offload_param, FSDP offload_params).
+enum class Offload { none, optimizer, all };
 
 [[nodiscard]] const char* method_name(Method m);
+[[nodiscard]] const char* offload_name(Offload o);
 [[nodiscard]] const char* precision_name(Precision p);
 [[nodiscard]] const char* optimizer_name(Optimizer o);
 [[nodiscard]] const char* checkpointing_name(Checkpointing c);
@@ -46,6 +51,7 @@ struct JobSetup {
   Checkpointing checkpointing = Checkpointing::none;
   bool flash_attention = true;
   Sharding sharding = Sharding::none;
+  Offload offload = Offload::none;  // needs sharding; all needs zero3 (fsdp); full fine-tuning only
   int gpus = 1;  // data-parallel GPUs the job is spread over
   int lora_rank = 16;
   std::vector<std::string> lora_targets = {"q", "k", "v", "o"};  // q k v o gate up down

@@ -1,9 +1,10 @@
 // Compares the estimator's totals with published measured or documented figures and prints the
 // error per case. The bound is loose on purpose: it catches a broken formula, not a few percent.
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <cstdio>
+#include <string>
+
+#include <gtest/gtest.h>
 
 #include "plan/memory.h"
 #include "plan/model.h"
@@ -131,6 +132,77 @@ TEST(Validation, EstimatesAgainstPublishedFigures) {
     std::printf("%-40s %8.2fGB %8.2fGB %+7.1f%%   source: %s\n", c.name, c.published_gb, est, error * 100, c.source);
     EXPECT_LT(std::abs(error), 0.5) << c.name;
   }
+}
+
+ModelSpec t5_small() {
+  // t5-small config.json: 6 + 6 layers, d_model 512, 8 heads, d_ff 2048 (ReLU, two matrices),
+  // vocab 32128, 60.5M parameters.
+  ModelSpec m;
+  m.key = "t5-small";
+  m.name = "t5-small";
+  m.architecture = Architecture::encoder_decoder;
+  m.layers = 6;
+  m.decoder_layers = 6;
+  m.hidden = 512;
+  m.heads = 8;
+  m.kv_heads = 8;
+  m.intermediate = 2048;
+  m.vocab = 32128;
+  m.gated_mlp = false;
+  m.params = 60.5e6;
+  m.encoder_seq = 64;
+  m.decoder_seq = 64;
+  return m;
+}
+
+// The model states on the GPU (weights, gradients, optimizer, ZeRO-3 gather buffer) against
+// DeepSpeed's own estimator, estimate_zero3_model_states_mem_needs_all_live(t5-small, 1 GPU):
+// "60M total params, 16M largest layer params", per GPU 0.06GB (offload_param and
+// offload_optimizer cpu), 0.17GB (offload_optimizer cpu), 1.08GB (no offload), as printed in
+// blog.csdn.net/u012327567/article/details/132278598. Within 25 %.
+TEST(Validation, ModelStatesAgainstDeepSpeedsEstimator) {
+  const char* source =
+      "DeepSpeed estimate_zero3_model_states_mem_needs_all_live(t5-small), "
+      "blog.csdn.net/u012327567/article/details/132278598";
+  struct Row {
+    Offload offload;
+    double published_gb;
+  };
+  std::printf("\n%-40s %10s %10s %8s\n", "ZeRO-3, 1 GPU, model states", "DeepSpeed", "estimate", "error");
+  for (const Row& row : {Row{Offload::all, 0.06}, Row{Offload::optimizer, 0.17}, Row{Offload::none, 1.08}}) {
+    JobSetup s = setup(Method::full, Precision::mixed, 1, 64, Checkpointing::none);
+    s.sharding = Sharding::zero3;
+    s.offload = row.offload;
+    auto e = estimate_memory(t5_small(), s);
+    ASSERT_TRUE(e) << e.error().message;
+    const double states = (e->item_bytes("weights") + e->item_bytes("gradients") +
+                           e->item_bytes("optimizer") + e->item_bytes("gather")) /
+                          (1024.0 * 1024 * 1024);
+    const double error = (states - row.published_gb) / row.published_gb;
+    std::printf("%-40s %8.2fGB %8.2fGB %+7.1f%%   source: %s\n",
+                (std::string("offload ") + offload_name(row.offload)).c_str(), row.published_gb, states,
+                error * 100, source);
+    EXPECT_LT(std::abs(error), 0.25) << offload_name(row.offload);
+  }
+}
+
+TEST(Validation, OffloadIsRefusedWhereDeepSpeedCannotDoIt) {
+  JobSetup s = setup(Method::full, Precision::mixed, 1, 64, Checkpointing::none);
+  s.offload = Offload::optimizer;
+  auto r = estimate_memory(t5_small(), s);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("--offload needs ZeRO or FSDP"), std::string::npos);
+  s.sharding = Sharding::zero2;
+  s.offload = Offload::all;
+  EXPECT_FALSE(estimate_memory(t5_small(), s));
+  s.offload = Offload::optimizer;
+  auto zero2 = estimate_memory(t5_small(), s);
+  ASSERT_TRUE(zero2);
+  // ZeRO-Offload: the 16-bit weights stay (2 bytes/param), nothing else of the model states.
+  EXPECT_DOUBLE_EQ(zero2->item_bytes("weights"), 2 * 60.5e6);
+  EXPECT_DOUBLE_EQ(zero2->item_bytes("optimizer"), 0);
+  s.method = Method::lora;
+  EXPECT_FALSE(estimate_memory(t5_small(), s));
 }
 
 }  // namespace
