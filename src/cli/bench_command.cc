@@ -288,6 +288,14 @@ int run_bench(CommandContext& context) {
   platform::install_interrupt_handler();
   if (options->serve) {
     auto served = bench::serve_network(options->serve_options, [&](std::uint16_t port) {
+      if (options->common.json) {
+        // One JSON line as soon as the port is known, so that a script can read it (--port 0).
+        json::Value doc = json::Value::object();
+        doc["listening"] = options->serve_options.bind;
+        doc["port"] = static_cast<std::int64_t>(port);
+        context.out << json::dump(doc) << std::endl;
+        return;
+      }
       context.out << "gpuhost bench network: listening on " << options->serve_options.bind << ":" << port
                   << " (Ctrl-C to stop)" << std::endl;
     });

@@ -284,6 +284,23 @@ class Faults(unittest.TestCase):
         self.assertIn("unreachable", proc.stderr)
         self.assertIn("--serve", proc.stderr)
 
+    @unittest.skipIf(IS_WINDOWS_BUILD, "POSIX signals end the server; the Windows console handler is not reachable through Wine here")
+    def test_serve_with_json_says_its_port_as_json_and_answers_a_client(self):
+        server = subprocess.Popen([BIN, "bench", "network", "--serve", "--json", "--bind", "127.0.0.1", "--port", "0"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(server.stderr.close)
+        self.addCleanup(server.stdout.close)
+        try:
+            started = json.loads(server.stdout.readline())
+            self.assertEqual(started["listening"], "127.0.0.1")
+            self.assertGreater(started["port"], 0)
+            proc = run(["bench", "network", "--peer", "127.0.0.1:%d" % started["port"], "--streams", "1",
+                        "--net-seconds", "1", "--json"])
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+        finally:
+            server.send_signal(signal.SIGINT)
+            self.assertEqual(server.wait(timeout=20), 130)
+
     def test_unknown_part_suggests_the_closest(self):
         proc = run(["bench", "dsik"])
         self.assertEqual(proc.returncode, 2)
