@@ -34,8 +34,11 @@ TEST(InstanceCatalog, WindowsPriceAddsTheAwsLicencePerVcpu) {
   }
   for (const auto& in : catalog.instances) {
     if (in.instance_type != "g5.xlarge") continue;
+    EXPECT_NEAR(*catalog.windows_price(in), *in.on_demand + 4 * 0.046, 1e-9);
+    Instance unknown = in;
+    unknown.vcpus.reset();
     std::string why;
-    EXPECT_FALSE(catalog.windows_price(in, &why));  // vCPUs not recorded: no invented number
+    EXPECT_FALSE(catalog.windows_price(unknown, &why));  // vCPUs not recorded: no invented number
     EXPECT_NE(why.find("vCPU count unknown"), std::string::npos);
   }
 }
