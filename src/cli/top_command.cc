@@ -10,7 +10,7 @@
 #include "cli/top_job.h"
 #include "cli/top_view.h"
 #include "gpu/collector.h"
-#include "gpu/nvml_library.h"
+#include "gpu/nvml_session.h"
 #include "platform/environment.h"
 #include "platform/process_info.h"
 #include "platform/system_info.h"
@@ -70,34 +70,14 @@ constexpr FlagSpec k_top_flags[] = {
     {"--interval", true}, {"--job", true}, {"--jobs-dir", true}, {"--once", false}};
 
 constexpr auto k_min_interval = std::chrono::milliseconds(100);
-// How often an unusable NVML (no driver yet, a driver being reinstalled) is opened again.
-constexpr auto k_nvml_retry = std::chrono::seconds(5);
 
 double unix_now(std::chrono::system_clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
 
-// NVML kept open across refreshes, opened again while it is unusable.
-class GpuSource {
- public:
-  gpu::GpuSnapshot collect() {
-    const auto now = std::chrono::steady_clock::now();
-    if (!m_nvml || (!m_nvml->initialized() && now - m_opened >= k_nvml_retry)) {
-      m_nvml.reset();
-      m_nvml.emplace(gpu::NvmlLibrary::open());
-      m_opened = now;
-    }
-    return gpu::collect_snapshot(*m_nvml);
-  }
-
- private:
-  std::optional<gpu::NvmlLibrary> m_nvml;
-  std::chrono::steady_clock::time_point m_opened;
-};
-
 // One frame. `named_job_missing` is set when --job names no job (job_note then says so and
 // names the closest one).
-TopFrame collect_frame(GpuSource& gpus, JobWatcher& watcher, const std::string& hostname,
+TopFrame collect_frame(gpu::NvmlSession& gpus, JobWatcher& watcher, const std::string& hostname,
                        bool& named_job_missing) {
   TopFrame frame;
   frame.time = std::chrono::system_clock::now();
@@ -194,7 +174,9 @@ int run_top(CommandContext& context) {
   const std::filesystem::path root = jobs_root_from(*parsed);
 
   const std::string hostname = platform::collect_system_info().hostname;
-  GpuSource gpus;
+  // NVML kept open across refreshes, opened again while it is unusable, and closed while
+  // gpuhost mig apply resets a GPU (gpu/nvml_session.h).
+  gpu::NvmlSession gpus;
   JobWatcher watcher(root, job_name);
   bool named_job_missing = false;
   TopFrame frame = collect_frame(gpus, watcher, hostname, named_job_missing);

@@ -6,6 +6,7 @@
 
 #include "base/strings.h"
 #include "base/time_format.h"
+#include "gpu/nvml_types.h"
 
 namespace gpuhost::cli {
 namespace {
@@ -208,7 +209,9 @@ void render_gpus(const TopFrame& frame, int columns, std::vector<std::string>& l
     lines.push_back(style.bold("GPUs") + "  " +
                     style.red("unavailable: " +
                               (s.error ? issue_text(*s.error) : std::string("NVML could not be used"))));
-    lines.push_back("      gpuhost doctor says what is missing and how to fix it");
+    // IN_USE: closed on purpose while gpuhost mig apply resets a GPU (gpu/nvml_hold.h); nothing to fix.
+    if (!s.error || s.error->status != gpu::nvml::NVML_ERROR_IN_USE)
+      lines.push_back("      gpuhost doctor says what is missing and how to fix it");
     return;
   }
   if (s.count_error) {

@@ -139,8 +139,8 @@ struct NvmlSession::State {
     xid = std::make_unique<XidWatcher>(*nvml, handles);
     registration.reset();
     if (auto taken = NvmlReaderRegistration::take(
-            hold_dir,
-            "gpuhost pid " + std::to_string(platform::current_process_id()) + " (serve, advise or a run)"))
+            hold_dir, "gpuhost pid " + std::to_string(platform::current_process_id()) +
+                          " (serve, top, advise or a run)"))
       registration.emplace(std::move(*taken));
     if (!watcher.joinable()) watcher = std::thread([this] { watch_hold(); });
   }

@@ -273,6 +273,25 @@ class MigApply(unittest.TestCase):
         host.apply("all-disabled")
         host.assert_config("all-disabled", expect=0)
 
+    def test_top_reads_no_nvml_while_a_mode_change_holds_the_hold(self):
+        # The hold as mig apply takes it (gpu/nvml_hold.h): an exclusive lock on the run dir's
+        # nvml-hold.lock, who holds it in nvml-hold.who.
+        import fcntl
+        host = MigHost(self, "top-steps-aside", "a100_80gb_mig_state")
+        run_dir = os.path.join(host.dir, "run")
+        os.makedirs(run_dir)
+        with open(os.path.join(run_dir, "nvml-hold.who"), "w") as f:
+            f.write("gpuhost mig apply, pid 4711\n")
+        with open(os.path.join(run_dir, "nvml-hold.lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            frame = json.loads(run(["top", "--once", "--json"], env=host.env).stdout)
+            self.assertFalse(frame["nvml"]["available"])
+            self.assertIn("NVML is closed while gpuhost mig apply, pid 4711 changes a GPU's MIG mode",
+                          frame["nvml"]["error"]["message"])
+            fcntl.flock(lock, fcntl.LOCK_UN)
+        frame = json.loads(run(["top", "--once", "--json"], env=host.env).stdout)
+        self.assertTrue(frame["nvml"]["available"], frame["nvml"])
+
     def test_what_cannot_be_applied_is_refused_with_the_reason(self):
         host = MigHost(self, "refused", "a100_80gb_mig_state")
         host.apply("all-balanced")
