@@ -9,6 +9,10 @@ else()
   find_package(GTest REQUIRED)
 endif()
 
+# unit_tests: every unit test binary and what it needs, without gpuhost and the integration
+# tests' programs (the sanitizer build runs only these: scripts/test.sh).
+add_custom_target(unit_tests)
+
 # gpuhost_add_unit_test(name SOURCES ... LIBS ... [LABELS ...]): one test binary, one CTest test.
 # Under the cross build CTest runs it through CMAKE_CROSSCOMPILING_EMULATOR (Wine).
 function(gpuhost_add_unit_test name)
@@ -18,6 +22,7 @@ function(gpuhost_add_unit_test name)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src)
   gpuhost_warnings(${name})
   add_test(NAME ${name} COMMAND ${name} --gtest_brief=1)
+  add_dependencies(unit_tests ${name})
   set(labels unit ${ARG_LABELS})
   # GPUHOST_RUN_DIR: NVML readers register under it (gpu/nvml_hold.h), not in the host's /run/gpuhost.
   set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT 300

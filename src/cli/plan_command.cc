@@ -160,7 +160,9 @@ struct Failure {
 template <typename T>
 using Checked = std::expected<T, Failure>;
 
-Failure usage(std::string message) { return {std::move(message), "see 'gpuhost plan --help'", k_exit_usage}; }
+Failure plan_usage(std::string message) {
+  return {std::move(message), "see 'gpuhost plan --help'", k_exit_usage};
+}
 Failure input(std::string message, std::string hint = "") { return {std::move(message), std::move(hint), k_exit_error}; }
 
 Checked<double> number_flag(const ParsedArgs& p, std::string_view name, double fallback, double min, double max) {
@@ -171,7 +173,7 @@ Checked<double> number_flag(const ParsedArgs& p, std::string_view name, double f
     char range[96];
     std::snprintf(range, sizeof range, "%g to %g", min, max);
     return std::unexpected(
-        usage(std::string(name) + " must be a number from " + range + ", not '" + *v + "'"));
+        plan_usage(std::string(name) + " must be a number from " + range + ", not '" + *v + "'"));
   }
   return *n;
 }
@@ -181,8 +183,9 @@ Checked<int> int_flag(const ParsedArgs& p, std::string_view name, int fallback, 
   if (!v) return fallback;
   auto n = parse_int(*v);
   if (!n || *n < min || *n > max)
-    return std::unexpected(usage(std::string(name) + " must be a whole number from " + std::to_string(min) + " to " +
-                                 std::to_string(max) + ", not '" + *v + "'"));
+    return std::unexpected(plan_usage(std::string(name) + " must be a whole number from " +
+                                      std::to_string(min) + " to " + std::to_string(max) + ", not '" + *v +
+                                      "'"));
   return static_cast<int>(*n);
 }
 
@@ -197,7 +200,7 @@ Checked<E> choice(const ParsedArgs& p, std::string_view name, E fallback, const 
   }
   std::string message = "unknown value '" + *v + "' for " + std::string(name);
   if (auto close = closest_match(*v, names)) message += " (did you mean '" + *close + "'?)";
-  return std::unexpected(usage(message + "; one of " + join(names, ", ")));
+  return std::unexpected(plan_usage(message + "; one of " + join(names, ", ")));
 }
 
 Checked<std::string> read_input(const std::string& path, std::string_view what) {
@@ -209,9 +212,11 @@ Checked<std::string> read_input(const std::string& path, std::string_view what) 
 Checked<plan::ModelSpec> choose_model(const ParsedArgs& p, const plan::ModelCatalog& catalog) {
   const bool shape = p.has("--layers") || p.has("--hidden") || p.has("--heads");
   int sources = (p.positionals.empty() ? 0 : 1) + (p.has("--config") ? 1 : 0) + (shape ? 1 : 0);
-  if (sources == 0) return std::unexpected(usage("name a model, or give --config FILE or --layers/--hidden/--heads"));
-  if (sources > 1) return std::unexpected(usage("give one model: a name, --config or the shape flags"));
-  if (p.positionals.size() > 1) return std::unexpected(usage("one model at a time, got '" + p.positionals[1] + "' too"));
+  if (sources == 0)
+    return std::unexpected(plan_usage("name a model, or give --config FILE or --layers/--hidden/--heads"));
+  if (sources > 1) return std::unexpected(plan_usage("give one model: a name, --config or the shape flags"));
+  if (p.positionals.size() > 1)
+    return std::unexpected(plan_usage("one model at a time, got '" + p.positionals[1] + "' too"));
   if (!p.positionals.empty()) {
     auto m = catalog.find(p.positionals.front());
     if (!m) return std::unexpected(Failure{m.error().message, "list the models with 'gpuhost plan --list-models'", k_exit_usage});
@@ -238,7 +243,8 @@ Checked<plan::ModelSpec> choose_model(const ParsedArgs& p, const plan::ModelCata
   for (auto* r : {&layers, &hidden, &heads, &kv, &vocab, &inter})
     if (!*r) return std::unexpected(r->error());
   if (!params) return std::unexpected(params.error());
-  if (!*layers || !*hidden || !*heads) return std::unexpected(usage("a custom transformer needs --layers, --hidden and --heads"));
+  if (!*layers || !*hidden || !*heads)
+    return std::unexpected(plan_usage("a custom transformer needs --layers, --hidden and --heads"));
   m.layers = *layers;
   m.hidden = *hidden;
   m.heads = *heads;
@@ -246,7 +252,7 @@ Checked<plan::ModelSpec> choose_model(const ParsedArgs& p, const plan::ModelCata
   m.vocab = *vocab;
   m.intermediate = *inter ? *inter : 4 * *hidden;
   m.gated_mlp = *inter != 0;
-  if (auto valid = plan::validate_shape(m); !valid) return std::unexpected(usage(valid.error().message));
+  if (auto valid = plan::validate_shape(m); !valid) return std::unexpected(plan_usage(valid.error().message));
   m.params = *params > 0 ? *params : m.shape_params();
   m.provenance.source = "command line";
   return m;
@@ -298,7 +304,8 @@ Checked<plan::JobSetup> job_setup(const ParsedArgs& p, const plan::ModelSpec& mo
     if (!*r) return std::unexpected(r->error());
   if (!context) return std::unexpected(context.error());
   if (!headroom) return std::unexpected(headroom.error());
-  if (auto b = p.value("--batch"); b && *b == "0") return std::unexpected(usage("--batch must be at least 1"));
+  if (auto b = p.value("--batch"); b && *b == "0")
+    return std::unexpected(plan_usage("--batch must be at least 1"));
   s.batch = *batch;
   s.seq = *seq;
   s.grad_accum = *accum;
@@ -437,18 +444,18 @@ int run_plan(CommandContext& context) {
 
   // A fit answer from a total that leaves activations out would say "fits" for anything.
   if (estimate->basis == "incomplete" && (p.has("--gpu") || p.has("--smallest-gpu")))
-    return fail(
-        usage(model->name + " has no activation model in gpuhost (" +
-              (model->provenance.note.empty() ? std::string("no published measurement to derive one from")
-                                              : model->provenance.note) +
-              "), so its total is a lower bound and whether it fits cannot be answered; run it once and read "
-              "torch.cuda.max_memory_allocated(), or plan with --method inference"));
+    return fail(plan_usage(
+        model->name + " has no activation model in gpuhost (" +
+        (model->provenance.note.empty() ? std::string("no published measurement to derive one from")
+                                        : model->provenance.note) +
+        "), so its total is a lower bound and whether it fits cannot be answered; run it once and read "
+        "torch.cuda.max_memory_allocated(), or plan with --method inference"));
   // Does it fit on --gpu; the largest batch / sequence.
   if (auto gpu_name = p.value("--gpu")) {
     auto key = plan::resolve_gpu(*gpu_name, knowledge->gpus);
-    if (!key) return fail(usage(key.error().message));
+    if (!key) return fail(plan_usage(key.error().message));
     const auto* gpu = knowledge->gpus.find_by_key(*key);
-    if (!gpu->memory_gb) return fail(usage(memoryless_gpu_message(*gpu, knowledge->gpus)));
+    if (!gpu->memory_gb) return fail(plan_usage(memoryless_gpu_message(*gpu, knowledge->gpus)));
     const double memory = *gpu->memory_gb * k_gib;
     json::Value fit = json::Value::object();
     fit["gpu"] = gpu->key;
@@ -460,7 +467,7 @@ int run_plan(CommandContext& context) {
           << " GB): " << (estimate->total_bytes <= memory ? "fits" : "does NOT fit") << "\n";
     if (p.has("--max-batch") || p.has("--max-seq")) {
       auto best = p.has("--max-seq") ? plan::largest_seq(*model, *setup, memory) : plan::largest_batch(*model, *setup, memory);
-      if (!best) return fail(usage(best.error().message));
+      if (!best) return fail(plan_usage(best.error().message));
       const char* what = p.has("--max-seq") ? "largest_seq" : "largest_batch";
       fit[what] = *best ? json::Value(**best) : json::Value(nullptr);
       if (!common->json)
@@ -470,7 +477,7 @@ int run_plan(CommandContext& context) {
     }
     result["fit"] = std::move(fit);
   } else if (p.has("--max-batch") || p.has("--max-seq")) {
-    return fail(usage("--max-batch and --max-seq need --gpu NAME"));
+    return fail(plan_usage("--max-batch and --max-seq need --gpu NAME"));
   }
 
   if (p.has("--smallest-gpu")) {
@@ -517,9 +524,11 @@ int run_plan(CommandContext& context) {
   const bool ranking_asked = p.has("--gpu-hours") || p.has("--steps");
   if (ranking_asked) {
     auto ref_name = p.value("--reference-gpu");
-    if (!ref_name) return fail(usage("--gpu-hours / --steps need --reference-gpu NAME (the GPU the work was measured on)"));
+    if (!ref_name)
+      return fail(
+          plan_usage("--gpu-hours / --steps need --reference-gpu NAME (the GPU the work was measured on)"));
     auto ref = plan::resolve_gpu(*ref_name, knowledge->gpus);
-    if (!ref) return fail(usage(ref.error().message));
+    if (!ref) return fail(plan_usage(ref.error().message));
     plan::Work work;
     work.reference_gpu = *ref;
     work.max_gpus = p.has("--gpus") ? setup->gpus : 0;
@@ -533,7 +542,8 @@ int run_plan(CommandContext& context) {
       auto secs = number_flag(p, "--step-seconds", 0, 0.0001, 1e6);
       if (!steps) return fail(steps.error());
       if (!secs) return fail(secs.error());
-      if (!p.has("--step-seconds")) return fail(usage("--steps needs --step-seconds (seconds per step on the reference GPU)"));
+      if (!p.has("--step-seconds"))
+        return fail(plan_usage("--steps needs --step-seconds (seconds per step on the reference GPU)"));
       work.reference_gpu_hours = *steps * *secs / 3600;
     }
     auto instances = plan::builtin_instance_catalog();
@@ -588,7 +598,7 @@ int run_plan(CommandContext& context) {
       return plan::estimate_memory(*model, s);
     };
     auto ranking = plan::rank_instances(*instances, *throughput, work, spot, *os, memory_for);
-    if (!ranking) return fail(usage(ranking.error().message));
+    if (!ranking) return fail(plan_usage(ranking.error().message));
     result["ranking"] = plan::to_json(*ranking);
     result["ranking"]["reference_gpu"] = work.reference_gpu;
     result["ranking"]["reference_gpu_hours"] = work.reference_gpu_hours;

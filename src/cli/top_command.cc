@@ -5,6 +5,7 @@
 
 #include "base/json.h"
 #include "base/strings.h"
+#include "base/time_format.h"
 #include "cli/exit_codes.h"
 #include "cli/jobs_dir.h"
 #include "cli/top_job.h"
@@ -71,10 +72,6 @@ constexpr FlagSpec k_top_flags[] = {
 
 constexpr auto k_min_interval = std::chrono::milliseconds(100);
 
-double unix_now(std::chrono::system_clock::time_point t) {
-  return std::chrono::duration<double>(t.time_since_epoch()).count();
-}
-
 // One frame. `named_job_missing` is set when --job names no job (job_note then says so and
 // names the closest one).
 TopFrame collect_frame(gpu::NvmlSession& gpus, JobWatcher& watcher, const std::string& hostname,
@@ -90,7 +87,7 @@ TopFrame collect_frame(gpu::NvmlSession& gpus, JobWatcher& watcher, const std::s
         if (auto name = platform::process_name(p.pid)) frame.process_names[p.pid] = *name;
   }
   named_job_missing = false;
-  auto job = watcher.poll(unix_now(frame.time));
+  auto job = watcher.poll(unix_seconds(frame.time));
   if (!job) {
     named_job_missing = job.error().code == ErrorCode::invalid_argument;
     frame.job_note = named_job_missing ? job.error().message : "cannot read the jobs: " + job.error().message;

@@ -1,23 +1,22 @@
 // Every fake-NVML scenario, loaded through the real NVML loader (tests/fake_nvml), judged by the
 // GPU rules: the exact set of GPU-layer findings is pinned per scenario.
-#include <gtest/gtest.h>
-
 #include <map>
 #include <set>
 
+#include <gtest/gtest.h>
+
 #include "doctor/rules.h"
+#include "doctor/test_rules.h"
 #include "gpu/fake_nvml_test_support.h"
 #include "knowledge/knowledge.h"
+#include "knowledge/test_knowledge.h"
 
 namespace gpuhost::doctor {
 namespace {
 
 using IdSeverity = std::multiset<std::pair<std::string, std::string>>;
 
-const knowledge::Knowledge& embedded_knowledge() {
-  static const knowledge::Knowledge k = *knowledge::load_knowledge();
-  return k;
-}
+using knowledge::testing::embedded_knowledge;
 
 HostFacts facts_for(const std::string& scenario, platform::OsFamily os) {
   HostFacts f;
@@ -26,11 +25,7 @@ HostFacts facts_for(const std::string& scenario, platform::OsFamily os) {
   return f;
 }
 
-Findings gpu_findings(const HostFacts& facts) {
-  Findings out;
-  judge_gpu(facts, embedded_knowledge(), out);
-  return out;
-}
+using testing::gpu_findings;
 
 IdSeverity problems(const Findings& findings) {
   IdSeverity out;

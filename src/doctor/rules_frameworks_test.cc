@@ -3,14 +3,12 @@
 #include "doctor/report.h"
 #include "doctor/rules.h"
 #include "knowledge/knowledge.h"
+#include "knowledge/test_knowledge.h"
 
 namespace gpuhost::doctor {
 namespace {
 
-const knowledge::Knowledge& embedded_knowledge() {
-  static const knowledge::Knowledge k = *knowledge::load_knowledge();
-  return k;
-}
+using knowledge::testing::embedded_knowledge;
 
 // A Linux host with one A100 on driver 535.104.05 (CUDA 12.2).
 HostFacts a100_host() {

@@ -1,21 +1,16 @@
 #include <gtest/gtest.h>
 
 #include "doctor/rules.h"
+#include "doctor/test_rules.h"
 #include "knowledge/knowledge.h"
+#include "knowledge/test_knowledge.h"
 
 namespace gpuhost::doctor {
 namespace {
 
-const knowledge::Knowledge& embedded_knowledge() {
-  static const knowledge::Knowledge k = *knowledge::load_knowledge();
-  return k;
-}
+using knowledge::testing::embedded_knowledge;
 
-Findings gpu_findings(const HostFacts& f) {
-  Findings out;
-  judge_gpu(f, embedded_knowledge(), out);
-  return out;
-}
+using testing::gpu_findings;
 
 HostFacts one_gpu(gpu::PcieLink link, unsigned utilization, std::uint64_t reasons) {
   HostFacts f;

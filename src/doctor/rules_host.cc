@@ -1,11 +1,11 @@
 #include "base/strings.h"
 #include "doctor/rules.h"
+#include "doctor/rules_support.h"
 
 namespace gpuhost::doctor {
 
 namespace {
 
-constexpr std::uint64_t k_gib = 1ull << 30;
 
 }  // namespace
 

@@ -1,11 +1,11 @@
 #include "base/strings.h"
 #include "doctor/rules.h"
+#include "doctor/rules_support.h"
 
 namespace gpuhost::doctor {
 
 namespace {
 
-constexpr std::uint64_t k_gib = 1ull << 30;
 constexpr const char* k_tdr_reference = "https://learn.microsoft.com/windows-hardware/drivers/display/tdr-registry-keys";
 
 std::string describe(const RegistryValue& v, const char* default_text) {

@@ -1,6 +1,7 @@
 #pragma once
 // Facts the rules of several layers derive the same way. Internal to doctor/.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -10,6 +11,8 @@
 #include "knowledge/knowledge.h"
 
 namespace gpuhost::doctor {
+
+inline constexpr std::uint64_t k_gib = 1ull << 30;
 
 [[nodiscard]] knowledge::Os knowledge_os(const HostFacts& facts);
 // The loaded driver's version; nullopt without a working driver.

@@ -13,15 +13,9 @@
 namespace gpuhost::gpu {
 namespace {
 
+using testing::expect_issue;
 using testing::k_fake_nvml;
 using testing::snapshot_of;
-
-template <typename T>
-void expect_issue(const Reading<T>& reading, int status, const char* what) {
-  EXPECT_FALSE(reading.has_value()) << what;
-  ASSERT_TRUE(reading.issue.has_value()) << what;
-  EXPECT_EQ(reading.issue->status, status) << what;
-}
 
 // A reading that was never attempted.
 template <typename T>

@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include <gtest/gtest.h>
+
 #include "gpu/collector.h"
 #include "gpu/nvml_library.h"
 #include "platform/scoped_env.h"
@@ -34,6 +36,14 @@ inline GpuSnapshot snapshot_of(const std::string& scenario, const std::string& l
   ScopedEnv scenario_env(k_scenario_env, scenario_path(scenario));
   ScopedEnv library_env(k_nvml_library_env, library);
   return take_snapshot();
+}
+
+// A reading that failed with NVML status STATUS (WHAT names it in the failure message).
+template <typename T>
+void expect_issue(const Reading<T>& reading, int status, const char* what) {
+  EXPECT_FALSE(reading.has_value()) << what;
+  ASSERT_TRUE(reading.issue.has_value()) << what;
+  EXPECT_EQ(reading.issue->status, status) << what << ": " << reading.issue->message;
 }
 
 }  // namespace gpuhost::gpu::testing

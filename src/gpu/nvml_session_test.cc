@@ -14,6 +14,7 @@
 namespace gpuhost::gpu {
 namespace {
 
+using testing::expect_issue;
 using testing::k_fake_nvml;
 using testing::scenario_path;
 using testing::ScopedEnv;
@@ -28,13 +29,6 @@ struct FakeNvml {
   ScopedEnv scenario_env;
   ScopedEnv library_env;
 };
-
-template <typename T>
-void expect_issue(const Reading<T>& reading, int status, const char* what) {
-  EXPECT_FALSE(reading.has_value()) << what;
-  ASSERT_TRUE(reading.issue.has_value()) << what;
-  EXPECT_EQ(reading.issue->status, status) << what << ": " << reading.issue->message;
-}
 
 TEST(NvmlSession, GpmMetricsAndNvlinkRateStartWithTheSecondCollection) {
   FakeNvml fake("eight_h100");

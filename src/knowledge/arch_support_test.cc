@@ -11,7 +11,7 @@ using testing::cc;
 using testing::embedded;
 using testing::v;
 
-const ArchSupportTable& table() {
+const ArchSupportTable& arch_table() {
   return embedded().arch_support;
 }
 
@@ -79,43 +79,43 @@ TEST(ArchListFit, ArchSpecificTargetsRunOnlyOnThatExactDevice) {
 }
 
 TEST(ArchSupport, Cuda13DropsVolta) {
-  auto support = table().cuda_supports(v("13.0"), cc("7.0"));
+  auto support = arch_table().cuda_supports(v("13.0"), cc("7.0"));
   EXPECT_EQ(support.status, CudaCcStatus::dropped);
   ASSERT_NE(support.event, nullptr);
   EXPECT_EQ(support.event->cuda, v("13.0"));
-  EXPECT_EQ(table().cuda_supports(v("12.9"), cc("7.0")).status, CudaCcStatus::supported);
-  EXPECT_EQ(table().cuda_supports(v("13.0"), cc("7.5")).status, CudaCcStatus::supported);
+  EXPECT_EQ(arch_table().cuda_supports(v("12.9"), cc("7.0")).status, CudaCcStatus::supported);
+  EXPECT_EQ(arch_table().cuda_supports(v("13.0"), cc("7.5")).status, CudaCcStatus::supported);
 }
 
 TEST(ArchSupport, KeplerDropsAtCuda11And12) {
-  EXPECT_EQ(table().cuda_supports(v("11.0"), cc("3.0")).status, CudaCcStatus::dropped);
-  EXPECT_EQ(table().cuda_supports(v("10.2"), cc("3.0")).status, CudaCcStatus::supported);
-  auto k80 = table().cuda_supports(v("12.0"), cc("3.7"));
+  EXPECT_EQ(arch_table().cuda_supports(v("11.0"), cc("3.0")).status, CudaCcStatus::dropped);
+  EXPECT_EQ(arch_table().cuda_supports(v("10.2"), cc("3.0")).status, CudaCcStatus::supported);
+  auto k80 = arch_table().cuda_supports(v("12.0"), cc("3.7"));
   EXPECT_EQ(k80.status, CudaCcStatus::dropped);
   ASSERT_NE(k80.event, nullptr);
   EXPECT_EQ(k80.event->cuda, v("12.0"));
-  EXPECT_EQ(table().cuda_supports(v("11.8"), cc("3.7")).status, CudaCcStatus::supported);
+  EXPECT_EQ(arch_table().cuda_supports(v("11.8"), cc("3.7")).status, CudaCcStatus::supported);
 }
 
 TEST(ArchSupport, NewArchitecturesNeedTheirFirstToolkit) {
-  EXPECT_EQ(table().cuda_supports(v("11.7"), cc("9.0")).status, CudaCcStatus::not_yet_supported);
-  EXPECT_EQ(table().cuda_supports(v("11.8"), cc("9.0")).status, CudaCcStatus::supported);
-  EXPECT_EQ(table().cuda_supports(v("12.6"), cc("12.0")).status, CudaCcStatus::not_yet_supported);
-  EXPECT_EQ(table().cuda_supports(v("12.8"), cc("12.0")).status, CudaCcStatus::supported);
-  EXPECT_EQ(table().cuda_supports(v("12.8"), cc("12.1")).status, CudaCcStatus::not_yet_supported);
-  EXPECT_EQ(table().cuda_supports(v("12.9"), cc("10.3")).status, CudaCcStatus::supported);
-  EXPECT_EQ(table().cuda_supports(v("11.0"), cc("8.6")).status, CudaCcStatus::not_yet_supported);
+  EXPECT_EQ(arch_table().cuda_supports(v("11.7"), cc("9.0")).status, CudaCcStatus::not_yet_supported);
+  EXPECT_EQ(arch_table().cuda_supports(v("11.8"), cc("9.0")).status, CudaCcStatus::supported);
+  EXPECT_EQ(arch_table().cuda_supports(v("12.6"), cc("12.0")).status, CudaCcStatus::not_yet_supported);
+  EXPECT_EQ(arch_table().cuda_supports(v("12.8"), cc("12.0")).status, CudaCcStatus::supported);
+  EXPECT_EQ(arch_table().cuda_supports(v("12.8"), cc("12.1")).status, CudaCcStatus::not_yet_supported);
+  EXPECT_EQ(arch_table().cuda_supports(v("12.9"), cc("10.3")).status, CudaCcStatus::supported);
+  EXPECT_EQ(arch_table().cuda_supports(v("11.0"), cc("8.6")).status, CudaCcStatus::not_yet_supported);
 }
 
 TEST(ArchSupport, UnknownComputeCapability) {
-  EXPECT_EQ(table().cuda_supports(v("12.4"), cc("1.3")).status, CudaCcStatus::unknown);
+  EXPECT_EQ(arch_table().cuda_supports(v("12.4"), cc("1.3")).status, CudaCcStatus::unknown);
 }
 
 TEST(ArchSupport, RemovalEventsAgreeWithTheLastSupportedMajor) {
-  for (const auto& event : table().events) {
+  for (const auto& event : arch_table().events) {
     if (event.kind != "removed") continue;
     for (const auto& c : event.compute_capabilities) {
-      const auto* arch = table().find(c);
+      const auto* arch = arch_table().find(c);
       ASSERT_NE(arch, nullptr) << c.str();
       ASSERT_TRUE(arch->last_cuda_major) << c.str();
       EXPECT_EQ(*arch->last_cuda_major + 1, event.cuda.major()) << c.str();

@@ -10,7 +10,7 @@ namespace {
 using testing::cc;
 using testing::embedded;
 
-const GpuTable& table() {
+const GpuTable& gpus() {
   return embedded().gpus;
 }
 
@@ -22,7 +22,7 @@ TEST(Gpus, NameTokensAreLowerCaseAlphanumericRuns) {
 }
 
 TEST(Gpus, A100Sxm4_80gbIsAmpere8_0) {
-  auto match = table().match("NVIDIA A100-SXM4-80GB");
+  auto match = gpus().match("NVIDIA A100-SXM4-80GB");
   ASSERT_TRUE(match);
   EXPECT_EQ(match->model->key, "a100-sxm4-80gb");
   EXPECT_EQ(match->model->compute_capability, cc("8.0"));
@@ -77,7 +77,7 @@ TEST(Gpus, NvmlNamesMatchTheMostSpecificModel) {
       {"Tesla M60", "m60", "5.2"},
   };
   for (const auto& c : cases) {
-    auto match = table().match(c.nvml_name);
+    auto match = gpus().match(c.nvml_name);
     ASSERT_TRUE(match) << c.nvml_name;
     EXPECT_EQ(match->model->key, c.key) << c.nvml_name;
     EXPECT_EQ(match->model->compute_capability, cc(c.cc)) << c.nvml_name;
@@ -85,21 +85,21 @@ TEST(Gpus, NvmlNamesMatchTheMostSpecificModel) {
 }
 
 TEST(Gpus, ShorterNamesDoNotMatchLongerModels) {
-  EXPECT_FALSE(table().match("Quadro RTX 6000"));  // Turing, not the Ada RTX 6000
-  EXPECT_FALSE(table().match("NVIDIA GeForce GTX 1080"));
-  EXPECT_FALSE(table().match("NVIDIA T400"));
-  EXPECT_FALSE(table().match(""));
+  EXPECT_FALSE(gpus().match("Quadro RTX 6000"));  // Turing, not the Ada RTX 6000
+  EXPECT_FALSE(gpus().match("NVIDIA GeForce GTX 1080"));
+  EXPECT_FALSE(gpus().match("NVIDIA T400"));
+  EXPECT_FALSE(gpus().match(""));
 }
 
 TEST(Gpus, A10gComputeCapabilityIsMarkedUnofficial) {
-  const auto* model = table().find_by_key("a10g");
+  const auto* model = gpus().find_by_key("a10g");
   ASSERT_NE(model, nullptr);
   EXPECT_EQ(model->provenance.confidence, Confidence::unofficial);
-  EXPECT_EQ(table().find_by_key("a10")->provenance.confidence, Confidence::confirmed);
+  EXPECT_EQ(gpus().find_by_key("a10")->provenance.confidence, Confidence::confirmed);
 }
 
 TEST(Gpus, EveryComputeCapabilityIsInTheArchitectureTable) {
-  for (const auto& model : table().models) {
+  for (const auto& model : gpus().models) {
     const auto* arch = embedded().arch_support.find(model.compute_capability);
     ASSERT_NE(arch, nullptr) << model.key;
     EXPECT_EQ(arch->architecture, model.architecture) << model.key;
@@ -107,7 +107,7 @@ TEST(Gpus, EveryComputeCapabilityIsInTheArchitectureTable) {
 }
 
 TEST(Gpus, A100AndH100CarryDenseSpecSheetNumbers) {
-  const auto* a100 = table().find_by_key("a100-sxm4-80gb");
+  const auto* a100 = gpus().find_by_key("a100-sxm4-80gb");
   ASSERT_TRUE(a100 && a100->spec);
   EXPECT_EQ(a100->spec->bf16_dense_tflops, 312);
   EXPECT_EQ(a100->spec->tf32_dense_tflops, 156);
@@ -115,19 +115,19 @@ TEST(Gpus, A100AndH100CarryDenseSpecSheetNumbers) {
   EXPECT_EQ(a100->spec->pcie_generation, 4);
   EXPECT_EQ(a100->spec->pcie_width, 16);
   EXPECT_FALSE(a100->spec->source.empty());
-  const auto* h100 = table().find_by_key("h100-sxm");
+  const auto* h100 = gpus().find_by_key("h100-sxm");
   ASSERT_TRUE(h100 && h100->spec);
   EXPECT_EQ(h100->spec->bf16_dense_tflops, 989);
   EXPECT_EQ(h100->spec->pcie_generation, 5);
 }
 
 TEST(Gpus, SpecLeavesOutFormatsWithoutTensorSupport) {
-  const auto* t4 = table().find_by_key("t4");
+  const auto* t4 = gpus().find_by_key("t4");
   ASSERT_TRUE(t4 && t4->spec);
   EXPECT_FALSE(t4->spec->bf16_dense_tflops);
   EXPECT_FALSE(t4->spec->tf32_dense_tflops);
   EXPECT_EQ(t4->spec->fp16_dense_tflops, 65);
-  EXPECT_FALSE(table().find_by_key("a10g")->spec);
+  EXPECT_FALSE(gpus().find_by_key("a10g")->spec);
 }
 
 }  // namespace

@@ -12,12 +12,12 @@ using testing::cc;
 using testing::embedded;
 using testing::v;
 
-const PytorchTable& table() {
+const PytorchTable& pytorch() {
   return embedded().pytorch;
 }
 
 const TorchRelease& release(std::string_view version) {
-  const TorchRelease* found = table().find_release(v(version));
+  const TorchRelease* found = pytorch().find_release(v(version));
   EXPECT_NE(found, nullptr) << version;
   return *found;
 }
@@ -42,7 +42,7 @@ TEST(Pytorch, ParsesTorchVersionStrings) {
 }
 
 TEST(Pytorch, Torch2_1Cu121IsTheExperimentalBuildWithCudnn8_9) {
-  auto installed = identify_torch(table(), "2.1.0+cu121", Os::linux);
+  auto installed = identify_torch(pytorch(), "2.1.0+cu121", Os::linux);
   ASSERT_NE(installed.release, nullptr);
   EXPECT_EQ(installed.release->version, v("2.1"));
   ASSERT_NE(installed.build, nullptr);
@@ -53,36 +53,36 @@ TEST(Pytorch, Torch2_1Cu121IsTheExperimentalBuildWithCudnn8_9) {
 }
 
 TEST(Pytorch, PlainPypiTorchOnWindowsIsCpuOnly) {
-  auto installed = identify_torch(table(), "2.2.2", Os::windows);
+  auto installed = identify_torch(pytorch(), "2.2.2", Os::windows);
   EXPECT_TRUE(installed.cpu_only);
   EXPECT_EQ(installed.build, nullptr);
   EXPECT_NE(installed.explanation.find("CPU-only on Windows"), std::string::npos) << installed.explanation;
 }
 
 TEST(Pytorch, CpuAndRocmLocalVersions) {
-  EXPECT_TRUE(identify_torch(table(), "2.2.2+cpu", Os::linux).cpu_only);
-  auto rocm = identify_torch(table(), "2.3.0+rocm5.7", Os::linux);
+  EXPECT_TRUE(identify_torch(pytorch(), "2.2.2+cpu", Os::linux).cpu_only);
+  auto rocm = identify_torch(pytorch(), "2.3.0+rocm5.7", Os::linux);
   EXPECT_TRUE(rocm.rocm);
   EXPECT_FALSE(rocm.cpu_only);
 }
 
 TEST(Pytorch, PlainPypiTorchOnLinuxUsesTheRecordedPypiCuda) {
-  auto installed = identify_torch(table(), "2.0.1", Os::linux);
+  auto installed = identify_torch(pytorch(), "2.0.1", Os::linux);
   ASSERT_NE(installed.build, nullptr);
   EXPECT_EQ(installed.build->cuda, v("11.7"));
-  auto unknown = identify_torch(table(), "2.5.1", Os::linux);
+  auto unknown = identify_torch(pytorch(), "2.5.1", Os::linux);
   EXPECT_EQ(unknown.build, nullptr);
   EXPECT_FALSE(unknown.cpu_only);
 }
 
 TEST(Pytorch, InstallCommandForms) {
-  EXPECT_EQ(table().install_command(release("2.1"), release("2.1").find_build(v("12.1"))),
+  EXPECT_EQ(pytorch().install_command(release("2.1"), release("2.1").find_build(v("12.1"))),
             "pip install torch==2.1.2 --index-url https://download.pytorch.org/whl/cu121");
-  EXPECT_EQ(table().install_command(release("1.13"), release("1.13").find_build(v("11.6"))),
+  EXPECT_EQ(pytorch().install_command(release("1.13"), release("1.13").find_build(v("11.6"))),
             "pip install torch==1.13.1+cu116 --extra-index-url https://download.pytorch.org/whl/cu116");
-  EXPECT_EQ(table().install_command(release("2.3"), nullptr),
+  EXPECT_EQ(pytorch().install_command(release("2.3"), nullptr),
             "pip install torch==2.3.0 --index-url https://download.pytorch.org/whl/cpu");
-  EXPECT_EQ(table().index_url("cu128"), "https://download.pytorch.org/whl/cu128");
+  EXPECT_EQ(pytorch().index_url("cu128"), "https://download.pytorch.org/whl/cu128");
 }
 
 TEST(Pytorch, PublishedArchLists) {
@@ -101,8 +101,8 @@ TEST(Pytorch, FutureDatedRowsAreMarked) {
   EXPECT_EQ(release("2.13").provenance.confidence, Confidence::secondary);
   EXPECT_EQ(release("2.12").provenance.confidence, Confidence::secondary);
   EXPECT_EQ(release("2.11").provenance.confidence, Confidence::confirmed);
-  EXPECT_EQ(table().releases.front().version, v("2.14"));
-  EXPECT_EQ(table().releases.back().version, v("1.13"));
+  EXPECT_EQ(pytorch().releases.front().version, v("2.14"));
+  EXPECT_EQ(pytorch().releases.back().version, v("1.13"));
 }
 
 TEST(TorchAdvice, Torch2_1Cu121RunsOnDriver530_30_02) {

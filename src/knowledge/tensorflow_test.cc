@@ -11,24 +11,24 @@ namespace {
 using testing::embedded;
 using testing::v;
 
-const TensorflowTable& table() {
+const TensorflowTable& tensorflow() {
   return embedded().tensorflow;
 }
 
 TEST(Tensorflow, TestedConfigurations) {
-  const auto* tf215 = table().find_release(v("2.15"));
+  const auto* tf215 = tensorflow().find_release(v("2.15"));
   ASSERT_NE(tf215, nullptr);
   EXPECT_EQ(tf215->cuda, v("12.2"));
   EXPECT_EQ(tf215->cudnn, v("8.9"));
   EXPECT_FALSE(tf215->windows_native_gpu);
-  EXPECT_TRUE(table().find_release(v("2.10.0"))->windows_native_gpu);
-  EXPECT_FALSE(table().find_release(v("2.11.0"))->windows_native_gpu);
-  EXPECT_EQ(table().find_release(v("2.16"))->version, v("2.16.1"));
-  EXPECT_EQ(table().releases.front().version, v("2.21.0"));
+  EXPECT_TRUE(tensorflow().find_release(v("2.10.0"))->windows_native_gpu);
+  EXPECT_FALSE(tensorflow().find_release(v("2.11.0"))->windows_native_gpu);
+  EXPECT_EQ(tensorflow().find_release(v("2.16"))->version, v("2.16.1"));
+  EXPECT_EQ(tensorflow().releases.front().version, v("2.21.0"));
 }
 
 TEST(Tensorflow, RulesAreTyped) {
-  const auto& rules = table().rules;
+  const auto& rules = tensorflow().rules;
   EXPECT_EQ(rules.last_native_windows_gpu, v("2.10"));
   EXPECT_EQ(rules.linux_driver_floor, v("525.60.13"));
   EXPECT_EQ(rules.wsl_driver_floor, v("528.33"));

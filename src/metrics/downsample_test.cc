@@ -7,12 +7,14 @@
 
 #include <gtest/gtest.h>
 
+#include "metrics/test_points.h"
+
 namespace gpuhost::metrics {
 namespace {
 
 using Indices = std::vector<std::size_t>;
-constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
-constexpr double k_inf = std::numeric_limits<double>::infinity();
+using testing::k_inf;
+using testing::k_nan;
 
 std::vector<double> iota_x(std::size_t n) {
   std::vector<double> x(n);

@@ -10,13 +10,14 @@
 #include <gtest/gtest.h>
 
 #include "base/checksum.h"
+#include "metrics/test_points.h"
 #include "platform/process.h"
 
 namespace gpuhost::metrics {
 namespace {
 
-constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
-constexpr double k_inf = std::numeric_limits<double>::infinity();
+using testing::k_inf;
+using testing::k_nan;
 
 Point point(std::string name, double value, std::optional<std::int64_t> step, double time) {
   return Point{std::move(name), value, step, time};

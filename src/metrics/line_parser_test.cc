@@ -7,14 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include "metrics/test_points.h"
+
 namespace gpuhost::metrics {
 namespace {
 
-std::map<std::string, double> values_of(const std::vector<Point>& points) {
-  std::map<std::string, double> out;
-  for (const auto& p : points) out.emplace(p.name, p.value);
-  return out;
-}
+using testing::values_of;
 
 std::map<std::string, double> values_of(std::string_view line) {
   return values_of(parse_line(line).points);

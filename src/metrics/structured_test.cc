@@ -7,14 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include "metrics/test_points.h"
+
 namespace gpuhost::metrics {
 namespace {
 
-std::map<std::string, double> values_of(const std::vector<Point>& points) {
-  std::map<std::string, double> out;
-  for (const auto& p : points) out.emplace(p.name, p.value);
-  return out;
-}
+using testing::values_of;
 
 // Shaped like a transformers Trainer checkpoint's trainer_state.json (research/05 §2.1), with the
 // NaN Python's json module writes for a diverged loss.

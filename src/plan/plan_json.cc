@@ -11,13 +11,15 @@ json::Value opt(const std::optional<double>& v) {
   return std::round(*v * 10000) / 10000;
 }
 
-double gib(double bytes) { return std::round(bytes / (1024.0 * 1024 * 1024) * 1000) / 1000; }
+double gib_rounded(double bytes) {
+  return std::round(bytes / (1024.0 * 1024 * 1024) * 1000) / 1000;
+}
 
 }  // namespace
 
 json::Value to_json(const MemoryEstimate& e) {
   json::Value out = json::Value::object();
-  out["total_gib"] = gib(e.total_bytes);
+  out["total_gib"] = gib_rounded(e.total_bytes);
   out["basis"] = e.basis;
   out["trainable_params"] = e.trainable_params;
   if (e.seq > 0) out["seq"] = e.seq;
@@ -26,7 +28,7 @@ json::Value to_json(const MemoryEstimate& e) {
     json::Value item = json::Value::object();
     item["id"] = i.id;
     item["label"] = i.label;
-    item["gib"] = gib(i.bytes);
+    item["gib"] = gib_rounded(i.bytes);
     item["explanation"] = i.explanation;
     items.push_back(std::move(item));
   }
@@ -51,7 +53,7 @@ json::Value to_json(const Ranking& r) {
     v["gpu_count"] = o.instance->gpu_count;
     v["gpu_memory_gb"] = o.instance->gpu_memory_gb;
     v["fits"] = o.fits;
-    v["needed_gib_per_gpu"] = gib(o.needed_bytes_per_gpu);
+    v["needed_gib_per_gpu"] = gib_rounded(o.needed_bytes_per_gpu);
     v["hours"] = opt(o.hours);
     v["usd_per_hour"] = opt(o.price_per_hour);
     v["on_demand_total_usd"] = opt(o.on_demand_total);

@@ -21,34 +21,18 @@
 namespace gpuhost::platform {
 namespace {
 
+using test_support::child_path;
+using test_support::fresh_temp_dir;
+using test_support::on_windows;
+
 using namespace std::chrono_literals;
 
 // Bounds for waiting on something that should happen at once; only a broken build reaches them.
 constexpr auto k_patience = 20s;
 
-bool on_windows() {
-  return current_os() == OsFamily::windows;
-}
-
 bool under_wine() {
   static const bool wine = collect_system_info().os.under_wine;
   return wine;
-}
-
-std::string child_path() {
-  auto self = current_executable_path();
-  auto dir = self ? std::filesystem::path(*self).parent_path() : std::filesystem::path(".");
-  return find_executable((dir / "platform_test_child").string()).value_or("platform_test_child-missing");
-}
-
-std::filesystem::path fresh_temp_dir(const char* tag) {
-  static int counter = 0;
-  auto dir =
-      std::filesystem::temp_directory_path() /
-      ("gpuhost-child-test-" + std::to_string(current_process_id()) + "-" + tag + std::to_string(counter++));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
 }
 
 // Output collected from the reader threads.
@@ -86,7 +70,7 @@ class Collected {
   std::string m_err;
 };
 
-ChildOptions child(std::vector<std::string> args, Collected* collected = nullptr) {
+ChildOptions child_options(std::vector<std::string> args, Collected* collected = nullptr) {
   ChildOptions options;
   options.argv = {child_path()};
   options.argv.insert(options.argv.end(), args.begin(), args.end());
@@ -177,8 +161,8 @@ TEST(ChildExit, DescribesCrashes) {
 
 TEST(ChildProcess, StreamsBothOutputsAndReportsTheExitCode) {
   Collected collected;
-  auto process =
-      ChildProcess::spawn(child({"out", "hello", "err", "oops", "out", " world", "exit", "3"}, &collected));
+  auto process = ChildProcess::spawn(
+      child_options({"out", "hello", "err", "oops", "out", " world", "exit", "3"}, &collected));
   ASSERT_TRUE(process) << process.error().message;
   EXPECT_GT(process->pid(), 0);
   ChildExit exit = wait_out(*process);
@@ -191,13 +175,13 @@ TEST(ChildProcess, StreamsBothOutputsAndReportsTheExitCode) {
 
 TEST(ChildProcess, DeliversOutputWhileTheChildRuns) {
   Collected collected;
-  auto process = ChildProcess::spawn(child({"out", "early", "sleep", "60000"}, &collected));
+  auto process = ChildProcess::spawn(child_options({"out", "early", "sleep", "60000"}, &collected));
   ASSERT_TRUE(process) << process.error().message;
   EXPECT_TRUE(collected.wait_for_out("early"));
 }
 
 TEST(ChildProcess, LaterWaitsReturnTheSameExit) {
-  auto process = ChildProcess::spawn(child({"exit", "5"}));
+  auto process = ChildProcess::spawn(child_options({"exit", "5"}));
   ASSERT_TRUE(process) << process.error().message;
   EXPECT_EQ(wait_out(*process).exit_code, 5);
   auto again = process->wait_for(0ms);
@@ -209,7 +193,7 @@ TEST(ChildProcess, LaterWaitsReturnTheSameExit) {
 TEST(ChildProcess, PassesEnvironmentAndWorkingDirectory) {
   Collected collected;
   auto dir = fresh_temp_dir("cwd");
-  auto options = child({"env", "GPUHOST_CHILD_TEST_VALUE", "out", "|", "cwd"}, &collected);
+  auto options = child_options({"env", "GPUHOST_CHILD_TEST_VALUE", "out", "|", "cwd"}, &collected);
   options.environment = {{"GPUHOST_CHILD_TEST_VALUE", "seven"}};
   options.working_directory = dir.string();
   auto process = ChildProcess::spawn(options);
@@ -237,7 +221,7 @@ TEST(ChildProcess, ReportsNotFoundForAMissingProgram) {
 }
 
 TEST(ChildProcess, ReportsAMissingWorkingDirectory) {
-  auto options = child({"exit", "0"});
+  auto options = child_options({"exit", "0"});
   options.working_directory = (fresh_temp_dir("nodir") / "absent").string();
   auto process = ChildProcess::spawn(options);
   ASSERT_FALSE(process);
@@ -245,7 +229,7 @@ TEST(ChildProcess, ReportsAMissingWorkingDirectory) {
 }
 
 TEST(ChildProcess, WaitTimesOutWhileTheChildRuns) {
-  auto process = ChildProcess::spawn(child({"sleep", "60000"}));
+  auto process = ChildProcess::spawn(child_options({"sleep", "60000"}));
   ASSERT_TRUE(process) << process.error().message;
   auto exit = process->wait_for(50ms);
   ASSERT_TRUE(exit) << exit.error().message;
@@ -255,8 +239,8 @@ TEST(ChildProcess, WaitTimesOutWhileTheChildRuns) {
 TEST(ChildProcess, SaveSignalReachesATrappingChild) {
   Collected collected;
   const char* trap_name = on_windows() ? "break" : "usr1";
-  auto process =
-      ChildProcess::spawn(child({"trap", trap_name, "42", "out", "ready", "sleep", "60000"}, &collected));
+  auto process = ChildProcess::spawn(
+      child_options({"trap", trap_name, "42", "out", "ready", "sleep", "60000"}, &collected));
   ASSERT_TRUE(process) << process.error().message;
   ASSERT_TRUE(collected.wait_for_out("ready"));
   auto sent = process->send(default_save_signal());
@@ -273,7 +257,7 @@ TEST(ChildProcess, StopSignalEndsAChildThatDoesNotTrapIt) {
     GTEST_SKIP()
         << "Wine delivers CTRL_C in place of CTRL_BREAK, which a new process group ignores by default";
   Collected collected;
-  auto process = ChildProcess::spawn(child({"out", "ready", "sleep", "60000"}, &collected));
+  auto process = ChildProcess::spawn(child_options({"out", "ready", "sleep", "60000"}, &collected));
   ASSERT_TRUE(process) << process.error().message;
   ASSERT_TRUE(collected.wait_for_out("ready"));
   ASSERT_TRUE(process->send(default_stop_signal()));
@@ -282,7 +266,7 @@ TEST(ChildProcess, StopSignalEndsAChildThatDoesNotTrapIt) {
 }
 
 TEST(ChildProcess, RefusesSignalsTheOsLacks) {
-  auto process = ChildProcess::spawn(child({"sleep", "60000"}));
+  auto process = ChildProcess::spawn(child_options({"sleep", "60000"}));
   ASSERT_TRUE(process) << process.error().message;
   auto sent = process->send(on_windows() ? ChildSignal::user1 : ChildSignal::ctrl_break);
   ASSERT_FALSE(sent);
@@ -295,8 +279,8 @@ TEST(ChildProcess, SupervisorDoesNotReceiveTheSignalItSends) {
   }
   Collected collected;
   const char* trap_name = on_windows() ? "break" : "usr1";
-  auto process =
-      ChildProcess::spawn(child({"trap", trap_name, "42", "out", "ready", "sleep", "60000"}, &collected));
+  auto process = ChildProcess::spawn(
+      child_options({"trap", trap_name, "42", "out", "ready", "sleep", "60000"}, &collected));
   ASSERT_TRUE(process) << process.error().message;
   ASSERT_TRUE(collected.wait_for_out("ready"));
   ASSERT_TRUE(process->send(default_save_signal()));
@@ -308,7 +292,7 @@ TEST(ChildProcess, KillTreeEndsGrandchildren) {
   auto dir = fresh_temp_dir("tree");
   auto pid_file = dir / "grandchild.pid";
   auto process = ChildProcess::spawn(
-      child({"spawn", "4", "pidfile", pid_file.string(), "sleep", "60000", "sleep", "60000"}));
+      child_options({"spawn", "4", "pidfile", pid_file.string(), "sleep", "60000", "sleep", "60000"}));
   ASSERT_TRUE(process) << process.error().message;
   long grandchild = read_pid_file(pid_file);
   ASSERT_GT(grandchild, 0);
@@ -328,9 +312,10 @@ TEST(ChildProcess, MembersListTheTreeAndWhoCatchesASignal) {
   auto pid_file = dir / "grandchild.pid";
   Collected collected;
   const char* trap_name = on_windows() ? "break" : "usr1";
-  auto process = ChildProcess::spawn(child({"trap", trap_name, "42", "spawn", "4", "pidfile", pid_file.string(), "sleep",
-                                            "60000", "out", "ready", "sleep", "60000"},
-                                           &collected));
+  auto process =
+      ChildProcess::spawn(child_options({"trap", trap_name, "42", "spawn", "4", "pidfile", pid_file.string(),
+                                         "sleep", "60000", "out", "ready", "sleep", "60000"},
+                                        &collected));
   ASSERT_TRUE(process) << process.error().message;
   ASSERT_TRUE(collected.wait_for_out("ready"));
   long grandchild = read_pid_file(pid_file);
@@ -376,7 +361,8 @@ TEST(ChildProcess, MembersListTheTreeAndWhoCatchesASignal) {
 TEST(ChildProcess, WaitEndsWhatTheChildLeftInItsGroup) {
   auto dir = fresh_temp_dir("leftover");
   auto pid_file = dir / "grandchild.pid";
-  auto process = ChildProcess::spawn(child({"spawn", "4", "pidfile", pid_file.string(), "sleep", "60000", "sleep", "200"}));
+  auto process = ChildProcess::spawn(
+      child_options({"spawn", "4", "pidfile", pid_file.string(), "sleep", "60000", "sleep", "200"}));
   ASSERT_TRUE(process) << process.error().message;
   long grandchild = read_pid_file(pid_file);
   ASSERT_GT(grandchild, 0);
@@ -393,7 +379,7 @@ TEST(ChildProcess, ChildDiesWithAKilledSupervisor) {
   auto dir = fresh_temp_dir("pdeath");
   auto pid_file = dir / "grandchild.pid";
   auto supervisor = ChildProcess::spawn(
-      child({"child", "4", "pidfile", pid_file.string(), "sleep", "60000", "sleep", "60000"}));
+      child_options({"child", "4", "pidfile", pid_file.string(), "sleep", "60000", "sleep", "60000"}));
   ASSERT_TRUE(supervisor) << supervisor.error().message;
   long grandchild = read_pid_file(pid_file);
   ASSERT_GT(grandchild, 0);
@@ -435,7 +421,8 @@ TEST(ChildProcess, CgroupEndsWhatLeftTheGroupAndTheSession) {
   auto dir = fresh_temp_dir("cgroup");
   auto run = [&](JobCgroup* into, const char* name) {
     auto pid_file = dir / name;
-    auto options = child({"spawn", "5", "setsid", "pidfile", pid_file.string(), "sleep", "60000", "sleep", "300"});
+    auto options = child_options(
+        {"spawn", "5", "setsid", "pidfile", pid_file.string(), "sleep", "60000", "sleep", "300"});
     options.cgroup = into;
     auto process = ChildProcess::spawn(options);
     EXPECT_TRUE(process) << process.error().message;
@@ -468,7 +455,8 @@ TEST(JobCgroup, KillAllEmptiesIt) {
   auto cgroup = test_cgroup("killall");
   if (!cgroup) GTEST_SKIP() << "no delegated cgroup v2 for this user";
   auto dir = fresh_temp_dir("killall");
-  auto options = child({"spawn", "4", "pidfile", (dir / "g.pid").string(), "sleep", "60000", "sleep", "60000"});
+  auto options =
+      child_options({"spawn", "4", "pidfile", (dir / "g.pid").string(), "sleep", "60000", "sleep", "60000"});
   options.cgroup = cgroup.get();
   auto process = ChildProcess::spawn(options);
   ASSERT_TRUE(process) << process.error().message;
@@ -489,7 +477,8 @@ TEST(ChildProcess, DestructorKillsARunningChild) {
   long pid = 0;
   {
     Collected collected;
-    auto process = ChildProcess::spawn(child({"pidfile", pid_file.string(), "sleep", "60000"}, &collected));
+    auto process =
+        ChildProcess::spawn(child_options({"pidfile", pid_file.string(), "sleep", "60000"}, &collected));
     ASSERT_TRUE(process) << process.error().message;
     pid = read_pid_file(pid_file);
     ASSERT_EQ(pid, process->pid());
@@ -504,7 +493,7 @@ TEST(ChildProcess, DoesNotWaitForAGrandchildHoldingTheOutput) {
   Collected collected;
   // The child exits at once; its grandchild keeps stdout open for a minute.
   auto process =
-      ChildProcess::spawn(child({"spawn", "2", "sleep", "60000", "out", "child-done"}, &collected));
+      ChildProcess::spawn(child_options({"spawn", "2", "sleep", "60000", "out", "child-done"}, &collected));
   ASSERT_TRUE(process) << process.error().message;
   ChildExit exit = wait_out(*process);
   EXPECT_TRUE(exit.succeeded()) << exit.describe();
@@ -512,13 +501,13 @@ TEST(ChildProcess, DoesNotWaitForAGrandchildHoldingTheOutput) {
 }
 
 TEST(ChildProcess, InheritsOurOutputWithoutAHandler) {
-  auto process = ChildProcess::spawn(child({"out", "", "exit", "4"}));
+  auto process = ChildProcess::spawn(child_options({"out", "", "exit", "4"}));
   ASSERT_TRUE(process) << process.error().message;
   EXPECT_EQ(wait_out(*process).exit_code, 4);
 }
 
 TEST(ChildProcess, MovesOwnership) {
-  auto process = ChildProcess::spawn(child({"exit", "6"}));
+  auto process = ChildProcess::spawn(child_options({"exit", "6"}));
   ASSERT_TRUE(process) << process.error().message;
   ChildProcess moved = std::move(*process);
   ChildProcess assigned = std::move(moved);
@@ -527,7 +516,7 @@ TEST(ChildProcess, MovesOwnership) {
 
 TEST(ChildProcess, ReportsResourceUsage) {
   Collected collected;
-  auto process = ChildProcess::spawn(child({"flood", "1000000"}, &collected));
+  auto process = ChildProcess::spawn(child_options({"flood", "1000000"}, &collected));
   ASSERT_TRUE(process) << process.error().message;
   ChildExit exit = wait_out(*process);
   EXPECT_TRUE(exit.succeeded());
@@ -544,7 +533,7 @@ TEST(KillProcessesWithEnvironment, KillsOnlyProcessesCarryingTheToken) {
   std::random_device random;
   const std::string token = std::to_string(random()) + "-" + std::to_string(current_process_id());
   Collected collected;
-  auto options = child({"out", "ready", "sleep", "60000"}, &collected);
+  auto options = child_options({"out", "ready", "sleep", "60000"}, &collected);
   options.environment = {{"GPUHOST_CHILD_TEST_TOKEN", token}};
   auto process = ChildProcess::spawn(options);
   ASSERT_TRUE(process) << process.error().message;

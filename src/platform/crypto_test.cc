@@ -7,9 +7,12 @@
 #include <gtest/gtest.h>
 
 #include "platform/system_info.h"
+#include "platform/test_support.h"
 
 namespace gpuhost::platform {
 namespace {
+
+using test_support::on_windows;
 
 std::vector<std::uint8_t> hex(std::string_view text) {
   std::vector<std::uint8_t> out;
@@ -20,10 +23,6 @@ std::vector<std::uint8_t> hex(std::string_view text) {
 
 std::string hex_of(const Result<Digest32>& digest) {
   return digest ? to_hex(*digest) : "error: " + digest.error().message;
-}
-
-bool on_windows() {
-  return current_os() == OsFamily::windows;
 }
 
 // FIPS 180-2, Appendix B.1-B.3 (SHA-256 examples).

@@ -8,28 +8,23 @@
 
 #include "platform/environment.h"
 #include "platform/system_info.h"
+#include "platform/test_support.h"
 
 namespace gpuhost::platform {
 namespace {
 
-using namespace std::chrono_literals;
+using test_support::child_path;
+using test_support::fresh_temp_dir;
+using test_support::on_windows;
 
-bool on_windows() {
-  return current_os() == OsFamily::windows;
-}
+using namespace std::chrono_literals;
 
 std::filesystem::path test_dir() {
   auto self = current_executable_path();
   return self ? std::filesystem::path(*self).parent_path() : std::filesystem::path(".");
 }
 
-// find_executable tries PATHEXT on Windows, so the bare name finds platform_test_child.exe.
-std::string child_path() {
-  return find_executable((test_dir() / "platform_test_child").string())
-      .value_or("platform_test_child-missing");
-}
-
-ProcessOptions child(std::vector<std::string> args) {
+ProcessOptions process_options(std::vector<std::string> args) {
   ProcessOptions options;
   options.argv = {child_path()};
   options.argv.insert(options.argv.end(), args.begin(), args.end());
@@ -43,22 +38,12 @@ std::string without_cr(std::string text) {
   return text;
 }
 
-std::filesystem::path fresh_temp_dir(const char* tag) {
-  static int counter = 0;
-  auto dir = std::filesystem::temp_directory_path() /
-             ("gpuhost-process-test-" + std::to_string(current_process_id()) + "-" + tag +
-              std::to_string(counter++));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
 TEST(Process, ChildProgramIsBuilt) {
   ASSERT_TRUE(find_executable(child_path())) << child_path();
 }
 
 TEST(Process, CapturesStdoutStderrAndExitCode) {
-  auto result = run_process(child({"out", "hello", "err", "oops", "exit", "3"}));
+  auto result = run_process(process_options({"out", "hello", "err", "oops", "exit", "3"}));
   ASSERT_TRUE(result) << result.error().message;
   EXPECT_EQ(result->stdout_text, "hello");
   EXPECT_EQ(result->stderr_text, "oops");
@@ -69,7 +54,7 @@ TEST(Process, CapturesStdoutStderrAndExitCode) {
 }
 
 TEST(Process, SucceedsOnExitZero) {
-  auto result = run_process(child({"out", "fine"}));
+  auto result = run_process(process_options({"out", "fine"}));
   ASSERT_TRUE(result) << result.error().message;
   EXPECT_TRUE(result->succeeded());
   EXPECT_EQ(result->exit_code, 0);
@@ -123,7 +108,7 @@ TEST(Process, RejectsEmptyCommand) {
 }
 
 TEST(Process, TimesOutAndKillsChild) {
-  auto options = child({"out", "started", "sleep", "30000", "out", "never"});
+  auto options = process_options({"out", "started", "sleep", "30000", "out", "never"});
   options.timeout = 500ms;
   auto result = run_process(options);
   ASSERT_TRUE(result) << result.error().message;
@@ -137,7 +122,7 @@ TEST(Process, KillsGrandchildrenOnTimeout) {
   auto dir = fresh_temp_dir("grandchild");
   auto marker = dir / "grandchild-survived";
   // The grandchild would create the marker 1.5 s in, long after the 0.5 s timeout.
-  auto options = child({"spawn", "4", "sleep", "1500", "touch", marker.string(), "sleep", "30000"});
+  auto options = process_options({"spawn", "4", "sleep", "1500", "touch", marker.string(), "sleep", "30000"});
   options.timeout = 500ms;
   auto result = run_process(options);
   ASSERT_TRUE(result) << result.error().message;
@@ -149,7 +134,7 @@ TEST(Process, KillsGrandchildrenOnTimeout) {
 
 TEST(Process, DoesNotWaitForGrandchildHoldingOutput) {
   // The child exits at once; its grandchild keeps stdout open for 30 s.
-  auto options = child({"spawn", "2", "sleep", "30000", "out", "parent-done"});
+  auto options = process_options({"spawn", "2", "sleep", "30000", "out", "parent-done"});
   options.timeout = 20s;
   auto result = run_process(options);
   ASSERT_TRUE(result) << result.error().message;
@@ -160,7 +145,7 @@ TEST(Process, DoesNotWaitForGrandchildHoldingOutput) {
 }
 
 TEST(Process, PassesEnvironmentOverrides) {
-  auto options = child({"env", "GPUHOST_TEST_ADDED", "out", "|", "env", "PATH"});
+  auto options = process_options({"env", "GPUHOST_TEST_ADDED", "out", "|", "env", "PATH"});
   options.environment = {{"GPUHOST_TEST_ADDED", "hello world"}};
   auto result = run_process(options);
   ASSERT_TRUE(result) << result.error().message;
@@ -172,7 +157,7 @@ TEST(Process, PassesEnvironmentOverrides) {
 
 TEST(Process, OverrideReplacesInheritedVariable) {
   set_env("GPUHOST_TEST_REPLACED", "from-parent");
-  auto options = child({"env", "GPUHOST_TEST_REPLACED"});
+  auto options = process_options({"env", "GPUHOST_TEST_REPLACED"});
   // Windows names are case-insensitive, so a differently cased override still replaces the variable.
   options.environment = {{on_windows() ? "gpuhost_test_replaced" : "GPUHOST_TEST_REPLACED", "from-override"}};
   auto result = run_process(options);
@@ -183,14 +168,14 @@ TEST(Process, OverrideReplacesInheritedVariable) {
 
 TEST(Process, ChildInheritsSetEnv) {
   set_env("GPUHOST_TEST_INHERITED", "inherited-value");
-  auto result = run_process(child({"env", "GPUHOST_TEST_INHERITED"}));
+  auto result = run_process(process_options({"env", "GPUHOST_TEST_INHERITED"}));
   unset_env("GPUHOST_TEST_INHERITED");
   ASSERT_TRUE(result) << result.error().message;
   EXPECT_EQ(result->stdout_text, "inherited-value");
 }
 
 TEST(Process, WritesStdinText) {
-  auto options = child({"cat"});
+  auto options = process_options({"cat"});
   options.stdin_text = "line one\nline two\n";
   auto result = run_process(options);
   ASSERT_TRUE(result) << result.error().message;
@@ -198,7 +183,7 @@ TEST(Process, WritesStdinText) {
 }
 
 TEST(Process, StdinIsEmptyWithoutText) {
-  auto options = child({"cat", "out", "end"});
+  auto options = process_options({"cat", "out", "end"});
   options.timeout = 10s;
   auto result = run_process(options);
   ASSERT_TRUE(result) << result.error().message;
@@ -207,7 +192,7 @@ TEST(Process, StdinIsEmptyWithoutText) {
 }
 
 TEST(Process, LargeStdinAndStdoutDoNotDeadlock) {
-  auto options = child({"cat"});
+  auto options = process_options({"cat"});
   options.stdin_text = std::string(3u << 20, 'z');
   auto result = run_process(options);
   ASSERT_TRUE(result) << result.error().message;
@@ -216,7 +201,7 @@ TEST(Process, LargeStdinAndStdoutDoNotDeadlock) {
 }
 
 TEST(Process, TruncatesOutputPastLimit) {
-  auto options = child({"flood", "200000", "err", "tail"});
+  auto options = process_options({"flood", "200000", "err", "tail"});
   options.max_output_bytes = 1000;
   auto result = run_process(options);
   ASSERT_TRUE(result) << result.error().message;
@@ -231,7 +216,7 @@ TEST(Process, PassesArgumentsVerbatim) {
                                      "",          "tab\there",     "%PATH%",     "-dash"};
   std::vector<std::string> args = {"args"};
   args.insert(args.end(), tricky.begin(), tricky.end());
-  auto result = run_process(child(args));
+  auto result = run_process(process_options(args));
   ASSERT_TRUE(result) << result.error().message;
   std::string expected;
   for (const auto& arg : tricky) expected += arg + "\n";
@@ -240,7 +225,7 @@ TEST(Process, PassesArgumentsVerbatim) {
 
 TEST(Process, RunsInWorkingDirectory) {
   auto dir = fresh_temp_dir("cwd");
-  auto options = child({"cwd"});
+  auto options = process_options({"cwd"});
   options.working_directory = dir.string();
   auto result = run_process(options);
   ASSERT_TRUE(result) << result.error().message;
@@ -249,7 +234,7 @@ TEST(Process, RunsInWorkingDirectory) {
 }
 
 TEST(Process, ReportsMissingWorkingDirectory) {
-  auto options = child({"out", "x"});
+  auto options = process_options({"out", "x"});
   options.working_directory = (test_dir() / "no-such-working-dir").string();
   auto result = run_process(options);
   ASSERT_FALSE(result);

@@ -12,9 +12,7 @@
 namespace gpuhost::platform {
 namespace {
 
-bool on_windows() {
-  return current_os() == OsFamily::windows;
-}
+using test_support::on_windows;
 
 TEST(SystemInfo, CollectsTheBasics) {
   SystemInfo info = collect_system_info();

@@ -19,7 +19,7 @@ constexpr char k_leave_screen[] = "\x1b[0m\x1b[?25h\x1b[?1049l";
 // Set while a session is open; the console control handler runs on a thread of its own.
 std::atomic<HANDLE> g_stop_event{nullptr};
 
-BOOL WINAPI on_console_event(DWORD event) {
+BOOL WINAPI on_console_event_in_session(DWORD event) {
   HANDLE stop = g_stop_event.load();
   if (!stop) return FALSE;
   switch (event) {
@@ -86,7 +86,7 @@ Result<std::unique_ptr<TerminalSession>> TerminalSession::open() {
     return std::unexpected(error);
   }
   g_stop_event.store(state->stop_event.get());
-  SetConsoleCtrlHandler(on_console_event, TRUE);
+  SetConsoleCtrlHandler(on_console_event_in_session, TRUE);
 
   std::unique_ptr<TerminalSession> session(new TerminalSession(std::move(state)));
   session->write(k_enter_screen);
@@ -99,7 +99,7 @@ TerminalSession::~TerminalSession() {
   write(k_leave_screen);
   SetConsoleMode(m_state->input, m_state->saved_input_mode);
   SetConsoleMode(m_state->output, m_state->saved_output_mode);
-  SetConsoleCtrlHandler(on_console_event, FALSE);
+  SetConsoleCtrlHandler(on_console_event_in_session, FALSE);
   g_stop_event.store(nullptr);
 }
 

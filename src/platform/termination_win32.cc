@@ -40,7 +40,7 @@ void enqueue(TerminationRequest request) {
 }
 
 // Runs on a thread the system starts for each event.
-BOOL WINAPI on_console_event(DWORD event) {
+BOOL WINAPI on_console_event_to_terminate(DWORD event) {
   switch (event) {
     case CTRL_C_EVENT:
     case CTRL_BREAK_EVENT: enqueue(TerminationRequest::interrupt); return TRUE;
@@ -71,7 +71,7 @@ void install_termination_handlers() {
   static std::once_flag once;
   std::call_once(once, [] {
     shutdown_complete_event();
-    SetConsoleCtrlHandler(on_console_event, TRUE);
+    SetConsoleCtrlHandler(on_console_event_to_terminate, TRUE);
   });
 }
 

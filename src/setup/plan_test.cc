@@ -21,11 +21,7 @@ std::string step_ids(const Plan& plan) {
   return out;
 }
 
-Plan plan_for(const doctor::HostFacts& facts, SetupRequest request = test::request()) {
-  auto plan = build_plan(facts, embedded_knowledge(), request);
-  EXPECT_TRUE(plan.has_value()) << (plan ? "" : plan.error().message);
-  return plan ? *plan : Plan{};
-}
+using test::plan_for;
 
 TEST(SetupPlan, NoDriverOnDebianInstallsOpenModulesFromNvidiasRepoThenVerifies) {
   auto plan = plan_for(test::debian_no_driver(0x2330 /* H100 */));

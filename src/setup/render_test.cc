@@ -40,11 +40,7 @@ void expect_golden(const std::string& name, const std::string& text) {
                 << "\n  now:    " << text.substr(text.rfind('\n', at) + 1, 160);
 }
 
-Plan plan_for(const doctor::HostFacts& facts, SetupRequest request) {
-  auto plan = build_plan(facts, test::embedded_knowledge(), request);
-  EXPECT_TRUE(plan.has_value());
-  return plan ? *plan : Plan{};
-}
+using test::plan_for;
 
 TEST(SetupRender, DebianNoDriverSh) {
   auto facts = test::debian_no_driver(0x2330);

@@ -3,16 +3,16 @@
 
 #include <string>
 
+#include <gtest/gtest.h>
+
 #include "doctor/facts.h"
 #include "knowledge/knowledge.h"
+#include "knowledge/test_knowledge.h"
 #include "setup/plan.h"
 
 namespace gpuhost::setup::test {
 
-inline const knowledge::Knowledge& embedded_knowledge() {
-  static const knowledge::Knowledge k = *knowledge::load_knowledge();
-  return k;
-}
+using knowledge::testing::embedded_knowledge;
 
 inline SetupRequest request(std::string env = "/opt/venv") {
   SetupRequest r;
@@ -100,6 +100,13 @@ inline doctor::HostFacts windows_grid_t4() {
   p.probed = true;
   f.pythons.push_back(p);
   return f;
+}
+
+// The plan for FACTS, failing the test (with the reason) when there is none.
+inline Plan plan_for(const doctor::HostFacts& facts, SetupRequest request = test::request()) {
+  auto plan = build_plan(facts, embedded_knowledge(), request);
+  EXPECT_TRUE(plan.has_value()) << (plan ? "" : plan.error().message);
+  return plan ? *plan : Plan{};
 }
 
 }  // namespace gpuhost::setup::test

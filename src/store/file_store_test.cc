@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "platform/files.h"
+
 namespace gpuhost::store {
 namespace {
 
@@ -22,17 +24,12 @@ class FileStoreTest : public ::testing::Test {
   fs::path m_root;
 };
 
-std::string read_all(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 TEST_F(FileStoreTest, PutGetHeadListRemove) {
   FileStore store(m_root);
   ASSERT_TRUE(store.put("run/step-1/model.pt", Payload::from_memory("weights")));
   ASSERT_TRUE(store.put("run/step-2/model.pt", Payload::from_memory("newer weights")));
   ASSERT_TRUE(store.put("other", Payload::from_memory("x")));
-  EXPECT_EQ(read_all(m_root / "run" / "step-1" / "model.pt"), "weights");
+  EXPECT_EQ(platform::read_file(m_root / "run" / "step-1" / "model.pt").value_or(""), "weights");
 
   EXPECT_EQ(store.get("run/step-2/model.pt", {}, 100).value_or(""), "newer weights");
   ReadOptions range;
@@ -74,9 +71,9 @@ TEST_F(FileStoreTest, PutsAFileRangeAndCopiesToAFileAtAnOffset) {
   ReadOptions range;
   range.range = ByteRange{1, 2};
   ASSERT_EQ(store.get_to_file("k", target, 7, range).value_or(0), 2u);
-  EXPECT_EQ(read_all(target), ".......34.");
+  EXPECT_EQ(platform::read_file(target).value_or(""), ".......34.");
   ASSERT_EQ(store.get_to_file("k", target, 3, {}).value_or(0), 5u);  // whole object: the tail goes
-  EXPECT_EQ(read_all(target), "...23456");
+  EXPECT_EQ(platform::read_file(target).value_or(""), "...23456");
 }
 
 TEST_F(FileStoreTest, IfMatchRefusesAChangedObject) {

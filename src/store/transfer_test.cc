@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "platform/files.h"
 #include "store/file_store.h"
 
 namespace gpuhost::store {
@@ -114,11 +115,6 @@ class TransferTest : public ::testing::Test {
   std::string m_data;
 };
 
-std::string read_all(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 constexpr std::uint64_t k_mib = 1ull << 20;
 
 TEST(ChoosePartSize, ClampsToS3LimitsAndFitsTenThousandParts) {
@@ -217,7 +213,7 @@ TEST_F(TransferTest, DownloadsWithParallelRangesPinnedToTheEtag) {
   auto size = download_file(store, "obj", out, options);
   ASSERT_TRUE(size) << size.error().message;
   EXPECT_EQ(*size, m_data.size());
-  EXPECT_EQ(read_all(out), m_data);
+  EXPECT_EQ(platform::read_file(out).value_or(""), m_data);
   EXPECT_EQ(store.ranges.size(), 4u);
   EXPECT_TRUE(store.if_match_seen);
   EXPECT_FALSE(fs::exists(m_dir / "out.bin.partial"));

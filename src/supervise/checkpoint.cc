@@ -55,9 +55,6 @@ std::string_view first_component(std::string_view relative) {
 bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
 bool is_digit(char c) {
   return c >= '0' && c <= '9';
 }
@@ -86,7 +83,7 @@ std::optional<std::int64_t> hf_checkpoint_number(std::string_view name) {
 
 // Shards as HF names them: "model-00001-of-00003.safetensors", "pytorch_model-00001-of-00002.bin".
 bool is_weight_shard(std::string_view name, std::string_view stem, std::string_view extension) {
-  if (!starts_with(name, stem) || !ends_with(name, extension)) return false;
+  if (!starts_with(name, stem) || !name.ends_with(extension)) return false;
   std::string_view middle = name.substr(stem.size(), name.size() - stem.size() - extension.size());
   const auto of = middle.find("-of-");
   if (middle.empty() || middle[0] != '-' || of == std::string_view::npos) return false;
@@ -101,7 +98,7 @@ bool is_weight_shard(std::string_view name, std::string_view stem, std::string_v
 bool is_accelerate_model_file(std::string_view name) {
   for (std::string_view stem : {"model", "pytorch_model"}) {
     for (std::string_view extension : {".safetensors", ".bin"}) {
-      if (!starts_with(name, stem) || !ends_with(name, extension)) continue;
+      if (!starts_with(name, stem) || !name.ends_with(extension)) continue;
       std::string_view middle = name.substr(stem.size(), name.size() - stem.size() - extension.size());
       if (middle.empty()) return true;
       if (middle[0] == '_' && middle.size() > 1 && std::all_of(middle.begin() + 1, middle.end(), is_digit))
@@ -112,7 +109,7 @@ bool is_accelerate_model_file(std::string_view name) {
 }
 
 bool is_distcp(std::string_view name) {
-  return ends_with(name, ".distcp");
+  return name.ends_with(".distcp");
 }
 
 // ---- per-file checks --------------------------------------------------------------------------
@@ -508,13 +505,13 @@ CheckpointFormat detect_checkpoint_format(const fs::path& path) {
   if (hf_checkpoint_number(name) || directory_contains(path, "trainer_state.json"))
     return CheckpointFormat::hf_trainer_dir;
   bool distcp = false;
-  bool accelerate = ends_with(name, "-state");  // kohya sd-scripts library/train_util.py
+  bool accelerate = name.ends_with("-state");  // kohya sd-scripts library/train_util.py
   for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string child = detail::utf8_name(it->path().filename());
     if (child == ".metadata" || child == ".metadata.tmp" || is_distcp(child) || dcp::rank_of_metadata_file(child))
       distcp = true;
-    if ((starts_with(child, "random_states_") && ends_with(child, ".pkl")) ||
-        (starts_with(child, "optimizer") && ends_with(child, ".bin")))
+    if ((starts_with(child, "random_states_") && child.ends_with(".pkl")) ||
+        (starts_with(child, "optimizer") && child.ends_with(".bin")))
       accelerate = true;
   }
   if (distcp) return CheckpointFormat::dcp_dir;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -53,6 +54,11 @@ struct FileCheck {
   std::string problem;
   std::vector<CrcRange> crc_ranges;
 };
+
+// A check that found the file broken, saying how.
+inline FileCheck problem(std::string text) {
+  return FileCheck{std::move(text), {}};
+}
 
 // torch.save zip (research/02 §4.1): EOCD (ZIP64 too), central directory, local headers,
 // <top>/data.pkl and <top>/version or <top>/.data/version.

@@ -35,10 +35,6 @@ struct Span {
   const std::string* name = nullptr;
 };
 
-FileCheck problem(std::string text) {
-  return FileCheck{std::move(text), {}};
-}
-
 }  // namespace
 
 Result<FileCheck> check_safetensors(InputFile& file) {

@@ -34,13 +34,9 @@ bool glob_match(std::string_view pattern, std::string_view name) {
   return p == pattern.size();
 }
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 bool is_temp_name(std::string_view name) {
   if (name.empty() || name[0] == '.' || name[0] == '~') return true;
-  if (ends_with(name, ".tmp") || ends_with(name, ".partial")) return true;
+  if (name.ends_with(".tmp") || name.ends_with(".partial")) return true;
   // HF Trainer 4.36+ writes into tmp-checkpoint-N/ and renames it (huggingface/transformers#28364).
   return name.rfind("tmp-checkpoint-", 0) == 0;
 }
@@ -85,7 +81,7 @@ bool CheckpointScanner::is_candidate(const fs::path& path, bool is_directory) co
   for (const std::string& pattern : m_options.ignore)
     if (glob_match(pattern, name)) return false;
   if (m_options.marker) {
-    if (!is_directory && ends_with(name, *m_options.marker)) return false;  // a file's marker
+    if (!is_directory && name.ends_with(*m_options.marker)) return false;  // a file's marker
     return true;  // the trainer says when each is complete
   }
   // Without a marker, entries of no known checkpoint layout count only when their name carries

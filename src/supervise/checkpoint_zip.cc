@@ -55,10 +55,6 @@ struct Directory {
   std::uint64_t end_limit = 0;  // where the central directory must end (the next record)
 };
 
-FileCheck problem(std::string text) {
-  return FileCheck{std::move(text), {}};
-}
-
 // Finds the end-of-central-directory record: the last "PK\5\6" whose comment ends exactly at the
 // end of the file. Fills `dir` or returns a problem.
 Result<std::string> read_directory_location(InputFile& file, Directory& dir) {

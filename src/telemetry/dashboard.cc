@@ -9,6 +9,7 @@
 
 #include "base/json.h"
 #include "base/strings.h"
+#include "base/time_format.h"
 #include "metrics/downsample.h"
 #include "telemetry/dashboard_assets.h"
 
@@ -66,10 +67,6 @@ Response json_error(int status, std::string_view message) {
   Response r = json_response(std::move(body));
   r.status = status;
   return r;
-}
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::optional<double> number_param(const RequestHead& request, std::string_view name, std::string& error) {
@@ -657,7 +654,7 @@ Response Dashboard::stream(const RequestHead& request) {
       for (const auto& info : watched->history->series())
         cursor.points = std::max(cursor.points, info.last_time);
   }
-  cursor.gpu = unix_now();
+  cursor.gpu = unix_seconds();
   if (since) cursor.points = *since;
   if (events && *events >= 0) cursor.events = static_cast<std::size_t>(*events);
   if (gpu_since) cursor.gpu = *gpu_since;

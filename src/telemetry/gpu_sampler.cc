@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <limits>
 
+#include "base/time_format.h"
+
 namespace gpuhost::telemetry {
 namespace {
 
-constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+// A value this sample could not read (the dashboard draws a gap).
+constexpr double k_unread = std::numeric_limits<double>::quiet_NaN();
 
 }  // namespace
 
@@ -18,7 +17,8 @@ GpuFrame gpu_frame(const gpu::GpuSnapshot& snapshot, double time) {
   GpuFrame frame;
   frame.time = time;
   for (const auto& device : snapshot.devices) {
-    if (frame.gpus.size() <= device.index) frame.gpus.resize(device.index + 1, {k_nan, k_nan, k_nan, k_nan});
+    if (frame.gpus.size() <= device.index)
+      frame.gpus.resize(device.index + 1, {k_unread, k_unread, k_unread, k_unread});
     GpuReading& r = frame.gpus[device.index];
     if (device.utilization.has_value()) r.utilization_percent = device.utilization.value->gpu_percent;
     if (device.memory.has_value()) r.memory_used_bytes = static_cast<double>(device.memory.value->used_bytes);
@@ -36,10 +36,10 @@ std::vector<GpuIdentity> gpu_identities(const gpu::GpuSnapshot& snapshot) {
     id.name = device.name;
     id.uuid = device.uuid;
     id.memory_total_bytes =
-        device.memory.has_value() ? static_cast<double>(device.memory.value->total_bytes) : k_nan;
+        device.memory.has_value() ? static_cast<double>(device.memory.value->total_bytes) : k_unread;
     id.power_limit_w = device.power.has_value() && device.power.value->enforced_limit_mw > 0
                            ? device.power.value->enforced_limit_mw / 1000.0
-                           : k_nan;
+                           : k_unread;
     out.push_back(std::move(id));
   }
   return out;
@@ -71,7 +71,7 @@ void GpuSampler::keep_alive() {
 
 void GpuSampler::sample_now() {
   const auto snapshot = m_source();
-  record(snapshot, unix_now());
+  record(snapshot, unix_seconds());
 }
 
 void GpuSampler::record(const gpu::GpuSnapshot& snapshot, double time) {
