@@ -88,20 +88,32 @@ def wait_until(test, predicate, what, procs, timeout=240):
 
 def wait_or_explain(test, procs, nodes, timeout, what):
     """Waits for every node's gpuhost; one still running at the deadline is stopped and the test
-    fails with what each node journalled and printed (a hang says where it hung)."""
+    fails with where each node stood: the process tree still alive under it (with the kernel's
+    wait channel), then per node its exit, the kinds of its journal records, the last records in
+    full, and the tails of its stderr and stdout (kept short: a hang report must fit a CI log)."""
     deadline = time.monotonic() + timeout
     for proc in procs:
         try:
             proc.wait(timeout=max(1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
+            tree = subprocess.run(["ps", "-eo", "pid,ppid,stat,wchan:24,etimes,args", "--forest"],
+                                  capture_output=True, text=True).stdout
+            alive = [line[:220] for line in tree.splitlines()
+                     if any(node.dir in line or node.ck in line for node in nodes) or "PID" in line]
             for p in procs:
                 if p.poll() is None:
                     p.kill()
                     p.wait()
-            test.fail("%s did not end within %d s:\n" % (what, timeout) + "\n".join(
-                "node %d (exit %s):%s\n  stderr: %s\n  stdout tail: %s" %
-                (node.rank, p.returncode, node.summary(), node.stderr_of(node.runs)[-2000:], node.stdout_log()[-2000:])
-                for node, p in zip(nodes, procs)))
+            test.fail("%s did not end within %d s; still running then:\n%s\n" % (what, timeout, "\n".join(alive)) +
+                      "\n".join(explain_node(node, p) for node, p in zip(nodes, procs)))
+
+
+def explain_node(node, proc):
+    journal = node.journal() if os.path.exists(node.journal_path) else []
+    kinds = " ".join("%d:%s" % (r["seq"], r["type"]) for r in journal)
+    last = "\n    ".join(json.dumps(r)[:240] for r in journal[-4:])
+    return "node %d (exit %s): %s\n    %s\n  stderr: %s\n  stdout: %s" % (
+        node.rank, proc.returncode, kinds, last, node.stderr_of(node.runs)[-700:], node.stdout_log()[-300:])
 
 
 def committed(node, seq_id):
