@@ -112,8 +112,10 @@ def explain_node(node, proc):
     journal = node.journal() if os.path.exists(node.journal_path) else []
     kinds = " ".join("%d:%s" % (r["seq"], r["type"]) for r in journal)
     last = "\n    ".join(json.dumps(r)[:240] for r in journal[-4:])
-    return "node %d (exit %s): %s\n    %s\n  stderr: %s\n  stdout: %s" % (
-        node.rank, proc.returncode, kinds, last, node.stderr_of(node.runs)[-700:], node.stdout_log()[-300:])
+    trainer_err = os.path.join(node.job_dir, "logs", "stderr.log")
+    agent = open(trainer_err, errors="replace").read()[-700:] if os.path.exists(trainer_err) else ""
+    return "node %d (exit %s): %s\n    %s\n  stderr: %s\n  trainer stderr (torchrun's agent): %s\n  stdout: %s" % (
+        node.rank, proc.returncode, kinds, last, node.stderr_of(node.runs)[-600:], agent, node.stdout_log()[-300:])
 
 
 def committed(node, seq_id):
