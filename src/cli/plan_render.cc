@@ -104,7 +104,8 @@ void render_estimate(std::ostream& out, const plan::ModelSpec& model, const plan
   }
   out << "  total per GPU: " << format_bytes(e.total_bytes)
       << (e.basis == "incomplete" ? " (lower bound: a term is unknown)" : "")
-      << (e.basis == "calibrated" ? " (calibrated estimate)" : "") << "\n";
+      << (e.basis == "calibrated" ? " (calibrated estimate)" : "")
+      << (e.basis == "layer_table" ? " (activations from the layer table)" : "") << "\n";
   if (e.trainable_params > 0)
     out << "  trainable parameters: " << static_cast<long long>(e.trainable_params) << "\n";
   for (const auto& n : e.notes) out << "  note: " << n << "\n";

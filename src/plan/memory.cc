@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "base/strings.h"
+#include "plan/conv_activations.h"
 
 namespace gpuhost::plan {
 
@@ -200,6 +201,32 @@ void finish(MemoryEstimate& e, const JobSetup& setup) {
   for (const auto& item : e.items) e.total_bytes += item.bytes;
 }
 
+// Activations from the network's layer table, one item per stage. Under AMP (--precision mixed)
+// the feature maps are 16-bit (CUDA autocast runs convolutions in fp16 and has no fp32 rule for
+// batch_norm or relu: https://pytorch.org/docs/stable/amp.html#cuda-ops-that-can-autocast-to-float16);
+// the fp16 weight copies each conv keeps are the "weights (mixed)" line; bf16 keeps bf16 maps.
+Result<void> add_layer_table_activations(const ModelSpec& m, const JobSetup& setup, MemoryEstimate& e) {
+  const int input = setup.image_size > 0 ? setup.image_size : m.default_input;
+  auto table = resnet_activations(m.layer_table->depth, input);
+  if (!table) return std::unexpected(table.error());
+  const double element = setup.precision == Precision::fp32 ? 4 : 2;
+  const char* dtype =
+      setup.precision == Precision::fp32 ? "fp32" : (setup.precision == Precision::bf16 ? "bf16" : "fp16");
+  for (const auto& stage : table->stages) {
+    const double per_sample = stage.elements * element + stage.fixed_bytes;
+    char buf[320];
+    std::snprintf(
+        buf, sizeof buf, "%s: %s values x %g bytes (%s)%s%s per image at %dpx x batch %d",
+        stage.shape.c_str(), num(stage.elements).c_str(), element, dtype, stage.fixed_bytes > 0 ? " + " : "",
+        stage.fixed_bytes > 0 ? (gib(stage.fixed_bytes) + " indices and batch statistics").c_str() : "",
+        input, setup.batch);
+    e.items.push_back({"activations", "activations: " + stage.name, per_sample * setup.batch, buf});
+  }
+  e.notes.push_back("activations of " + m.name + " from its layer table (" + table->source +
+                    "); checked against PyTorch autograd's saved tensors");
+  return {};
+}
+
 Result<MemoryEstimate> estimate_calibrated(const ModelSpec& m, const JobSetup& setup) {
   MemoryEstimate e;
   e.basis = "calibrated";
@@ -227,7 +254,11 @@ Result<MemoryEstimate> estimate_calibrated(const ModelSpec& m, const JobSetup& s
       e.items.push_back({"weights", "frozen weights (16-bit)", 2 * m.frozen_params, num(m.frozen_params) + " params x 2 bytes"});
   }
   if (setup.method != Method::inference) {
-    if (m.calibration) {
+    if (m.layer_table) {
+      e.basis = "layer_table";
+      if (auto added = add_layer_table_activations(m, setup, e); !added)
+        return std::unexpected(added.error());
+    } else if (m.calibration) {
       const auto& c = *m.calibration;
       int input = setup.image_size > 0 ? setup.image_size : m.default_input;
       double per_sample_measured = c.measured_gib * 1024 * 1024 * 1024 / c.batch;

@@ -77,8 +77,8 @@ struct MemoryEstimate {
   double total_bytes = 0;  // per GPU
   double trainable_params = 0;
   int seq = 0;  // the sequence length used
-  // "formula", "calibrated" (a preset scaled from a measurement) or "incomplete" (a term is
-  // unknown: the total is a lower bound).
+  // "formula", "layer_table" (a preset's activations from its layers), "calibrated" (a preset
+  // scaled from a measurement) or "incomplete" (a term is unknown: the total is a lower bound).
   std::string basis = "formula";
   std::vector<std::string> notes;
 

@@ -177,6 +177,20 @@ Result<ModelCatalog> parse_model_catalog(std::string_view text, const std::strin
       }
       (void)cal;
     }
+    if (object.find("layer_table")) {
+      if (const json::Value* t = row.object("layer_table")) {
+        RowReader tr(*t, row.where() + ".layer_table");
+        LayerTable table;
+        table.network = tr.string("network");
+        table.depth = static_cast<int>(tr.integer("depth"));
+        if (tr.ok() && table.network != "resnet")
+          tr.fail("network", "expected resnet; found \"" + table.network + "\"");
+        if (auto done = tr.finish(); !done) row.adopt(done.error());
+        m.layer_table = table;
+      }
+    }
+    if (m.layer_table && m.calibration && row.ok())
+      row.fail("layer_table", "give a layer_table or a calibration, not both");
     if (!transformer && m.default_input == 0 && row.ok()) row.fail("default_input", "a calibrated preset needs default_input");
     m.provenance = row.provenance();
     if (auto done = row.finish(); !done) return std::unexpected(done.error());

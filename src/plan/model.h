@@ -29,6 +29,12 @@ struct Calibration {
   std::string source;
 };
 
+// A layer-by-layer activation model (plan/conv_activations.h) a preset is computed with.
+struct LayerTable {
+  std::string network;  // "resnet"
+  int depth = 0;        // ResNet-50: 50
+};
+
 struct ModelSpec {
   std::string key;   // "llama-3-8b"; "custom" for a flag- or config.json-built model
   std::string name;  // "Meta Llama 3 8B"
@@ -56,6 +62,7 @@ struct ModelSpec {
   int default_input = 0;     // image size the preset assumes
   std::string preset_method;  // "lora" / "full" when the preset fixes it
   std::optional<Calibration> calibration;
+  std::optional<LayerTable> layer_table;  // activations from the architecture, not a measurement
 
   knowledge::Provenance provenance;
 

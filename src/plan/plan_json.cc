@@ -20,6 +20,7 @@ double gib_rounded(double bytes) {
 json::Value to_json(const MemoryEstimate& e) {
   json::Value out = json::Value::object();
   out["total_gib"] = gib_rounded(e.total_bytes);
+  out["total_bytes"] = std::round(e.total_bytes);
   out["basis"] = e.basis;
   out["trainable_params"] = e.trainable_params;
   if (e.seq > 0) out["seq"] = e.seq;
@@ -29,6 +30,7 @@ json::Value to_json(const MemoryEstimate& e) {
     item["id"] = i.id;
     item["label"] = i.label;
     item["gib"] = gib_rounded(i.bytes);
+    item["bytes"] = std::round(i.bytes);
     item["explanation"] = i.explanation;
     items.push_back(std::move(item));
   }

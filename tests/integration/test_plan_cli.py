@@ -2,9 +2,10 @@
 with --json, bad input with the documented exit codes."""
 import json
 import os
+import subprocess
 import unittest
 
-from gpuhost_test import GpuhostTestCase, host_path, run, tmp_dir
+from gpuhost_test import SYSTEM_PYTHON, GpuhostTestCase, host_path, needs, run, tmp_dir, torch_available
 
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden", "plan")
 # GPUHOST_UPDATE_GOLDEN=1 rewrites the files from this build's output (review the diff).
@@ -54,6 +55,31 @@ class Plan(GpuhostTestCase):
         self.assertEqual(proc.returncode, 3, proc.stderr)
         self.assertIn(":2:18:", proc.stderr)
 
+    @needs(torch_available(), "Debian's python3-torch for /usr/bin/python3")
+    def test_resnet_activations_are_what_autograd_keeps(self):
+        # The same networks built in PyTorch, every tensor autograd saves for the backward pass
+        # summed once per storage: the layer table must give those bytes, image size by image size.
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "resnet_saved_tensors.py")
+        for key, depth, size in (("resnet-50", 50, 128), ("resnet-18", 18, 96), ("resnet-101", 101, 64)):
+            proc = subprocess.run([SYSTEM_PYTHON, script, str(depth), str(size)], capture_output=True, text=True, timeout=300)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            saved = json.loads(proc.stdout)["bytes"]
+            out = self.plan_json([key, "--precision", "fp32", "--optimizer", "sgd", "--batch", "1", "--image-size", str(size)])
+            self.assertEqual(out["memory"]["basis"], "layer_table")
+            stages = [i for i in out["memory"]["items"] if i["id"] == "activations"]
+            self.assertEqual([i["label"] for i in stages], ["activations: " + s for s in
+                                                             ("stem", "layer1", "layer2", "layer3", "layer4", "head")])
+            estimate = sum(i["bytes"] for i in stages)
+            # Within 64 bytes: the loss's scalars are not in the table.
+            self.assertLess(abs(estimate - saved), 64, "%s at %d px: table %d bytes, autograd %d" % (key, size, estimate, saved))
+
+    def test_resnet_fit_answers_come_from_the_layer_table(self):
+        out = self.plan_json(["resnet-50", "--gpu", "T4", "--max-batch", "--optimizer", "sgd"])
+        fit = out["fit"]
+        # AMP at 224 px: about 43 MB a sample; a T4's 15 GiB holds a few hundred, not 65536.
+        self.assertGreater(fit["largest_batch"], 150, fit)
+        self.assertLess(fit["largest_batch"], 400, fit)
+
 
 class PlanGolden(GpuhostTestCase):
     """The human output, byte for byte, at 80 and 160 columns (COLUMNS), on Linux and on the
@@ -98,7 +124,7 @@ class PlanGolden(GpuhostTestCase):
         for args, text in ((["yolov8m", "--gpu-hours", "-5", "--reference-gpu", "T4"], "--gpu-hours must be a number from 0.001"),
                            (["yolov8m", "--gpu", "H100"], "name one: h100-sxm, h100-pcie, h100-nvl"),
                            (["yolov8m", "--gpu", "H10"], "gpuhost plan --list-gpus"),
-                           (["resnet-50", "--gpu", "A100-40GB", "--max-batch"], "has no activation model in gpuhost"),
+                           (["sdxl-lora", "--gpu", "A100-40GB", "--max-batch"], "has no activation model in gpuhost"),
                            (["llama-3-8b", "--gpu-hours", "4", "--reference-gpu", "T4", "--top", "0"], "--top")):
             proc = run(["plan"] + args)
             self.assertEqual(proc.returncode, 2, proc.stderr)
