@@ -18,7 +18,7 @@ import unittest
 
 from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP, have, is_root, needs, torch_available
 from test_run_cli import Job, RunTestCase
-from test_run_save_requests import DDP_TRAINER, free_port, reference
+from test_run_save_requests import DDP_TRAINER, free_port_pair, reference
 
 TORCHRUN = "/usr/bin/torchrun"
 
@@ -133,7 +133,7 @@ class TwoNodes(RunTestCase):
         return zero, one
 
     def start_both(self, zero, one, steps, every, step_time, flags=(), env=None):
-        port = free_port()
+        port = free_port_pair()
         return (zero.start(list(flags), zero.torchrun(port, steps, every, step_time), env=env),
                 one.start(list(flags), one.torchrun(port, steps, every, step_time), env=env))
 
@@ -337,7 +337,7 @@ class TwoNodes(RunTestCase):
         # node 0 ends failed at once, saying why, instead of restarting into a wait with no end.
         # SkyPilot's variables give the topology; the trainers are plain processes.
         zero, one = self.nodes("ended-peer")
-        port = free_port()
+        port = free_port_pair()
         env = {"SKYPILOT_NUM_NODES": "2", "SKYPILOT_NODE_IPS": "127.0.0.1\n127.0.0.1", "GPUHOST_PEER_PORT": str(port)}
         one_done = os.path.join(one.dir, "gpuhost-ended")
         wait_then_fail = ("import os, sys, time\n"

@@ -19,7 +19,7 @@ from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP, needs, torch_available
 from slurm_cluster import SlurmCluster, available
 from test_run_cli import RunTestCase, read_journal
 from test_run_multinode import TORCHRUN, wait_until
-from test_run_save_requests import DDP_TRAINER, free_port, reference
+from test_run_save_requests import DDP_TRAINER, free_port_pair, reference
 
 STEPS = 1200
 
@@ -53,7 +53,7 @@ class RealSlurm(RunTestCase):
         script = os.path.join(self.base, "train.sbatch")
         trainer = ("%s --nnodes=2 --node_rank=$SLURM_NODEID --nproc_per_node=1 -r 9:1 -t 9:1 --master_addr 127.0.0.1 "
                    "--master_port %d %s --steps %d --every 0 --step-time 0.02 --out %s --final-state %s "
-                   "--resume {resume}" % (TORCHRUN, free_port(), DDP_TRAINER, STEPS, ck, final))
+                   "--resume {resume}" % (TORCHRUN, free_port_pair(), DDP_TRAINER, STEPS, ck, final))
         with open(script, "w") as f:
             f.write("#!/bin/bash\n"
                     "srun --kill-on-bad-exit=0 bash -c 'exec env GPUHOST_HOME=%s/node$SLURM_NODEID NO_COLOR=1 "
