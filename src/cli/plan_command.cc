@@ -29,8 +29,8 @@ where known, and spot with the expected cost of interruptions).
 Model (one of):
   MODEL                  a catalog name: llama-3-8b, llama-3.1-70b, llama-3.2-3b, qwen2.5-7b ...
                          qwen2.5-72b, qwen3-0.6b/4b/8b, mistral-7b, gemma-2-2b/9b/27b,
-                         whisper-tiny ... whisper-large, yolov8n/s/m/l/x, resnet-50, sdxl-lora,
-                         sdxl-full (--list-models), or a Hugging Face id of one of them
+                         whisper-tiny ... whisper-large, yolov8n/s/m/l/x, resnet-18/50/101,
+                         sdxl-lora, sdxl-full (--list-models), or a Hugging Face id of one of them
                          (meta-llama/Meta-Llama-3-8B, Qwen/Qwen3-8B)
   --config FILE          a Hugging Face config.json
   --layers N --hidden N --heads N [--kv-heads N] [--vocab N] [--intermediate N] [--params N]
