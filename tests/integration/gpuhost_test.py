@@ -3,7 +3,9 @@ through Wine) and read its JSON output. Standard library only."""
 import functools
 import json
 import os
+import random
 import shutil
+import socket
 import subprocess
 import unittest
 
@@ -19,6 +21,23 @@ IS_WINDOWS_BUILD = bool(WINE)
 # stay skips: they use unittest.skipIf, not needs().
 STRICT = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 INSTALL_HINT = "scripts/install-deps.sh installs it"
+
+
+def free_port_pair():
+    """A free port whose next port is free too (a torchrun master port and gpuhost's default peer
+    port; two slurmd nodes), below Linux's ephemeral range (32768-60999): a port from bind(0) is
+    one the kernel may also give an outgoing connection (a TCPStore client, a gloo pair), which
+    then holds port + 1."""
+    for _ in range(200):
+        port = random.randrange(20000, 32000)
+        try:
+            with socket.socket() as a, socket.socket() as b:
+                a.bind(("127.0.0.1", port))
+                b.bind(("127.0.0.1", port + 1))
+            return port
+        except OSError:
+            continue
+    raise RuntimeError("no free pair of ports in 20000-32000")
 
 
 def missing(what):

@@ -14,6 +14,8 @@ import socket
 import subprocess
 import time
 
+from gpuhost_test import free_port_pair
+
 DAEMONS = ("munged", "slurmctld", "slurmd", "scontrol", "sbatch")
 
 
@@ -41,20 +43,6 @@ def _free_ports(count):
     return ports
 
 
-def _consecutive_free_ports():
-    """Two free ports in a row (NodeName n[1-2] takes Port=P-P+1)."""
-    for _ in range(50):
-        (port,) = _free_ports(1)
-        try:
-            with socket.socket() as a, socket.socket() as b:
-                a.bind(("127.0.0.1", port))
-                b.bind(("127.0.0.1", port + 1))
-            return port
-        except OSError:
-            continue
-    raise RuntimeError("no two consecutive free ports")
-
-
 class SlurmCluster:
     def __init__(self, folder, grace_time=60):
         self.folder = folder
@@ -68,7 +56,7 @@ class SlurmCluster:
         self.socket = os.path.join(self.munge_dir, "munge.socket")
         self.procs = []
         (self.ctld_port,) = _free_ports(1)
-        self.node_port = _consecutive_free_ports()
+        self.node_port = free_port_pair()
         host = socket.gethostname()
         f = folder
         config = """ClusterName=gpuhosttest

@@ -16,9 +16,9 @@ import subprocess
 import time
 import unittest
 
-from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP, have, is_root, needs, torch_available
+from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP, free_port_pair, have, is_root, needs, torch_available
 from test_run_cli import Job, RunTestCase
-from test_run_save_requests import DDP_TRAINER, free_port_pair, reference
+from test_run_save_requests import DDP_TRAINER, reference
 
 TORCHRUN = "/usr/bin/torchrun"
 

@@ -11,7 +11,6 @@ rerun resumes bit-identical to an uninterrupted run. Notices come from SIGTERM t
 deadline), sent once the trainer is seen training, so a slow machine does not change the case.
 Skipped without Debian's python3-torch (install-deps.sh installs it)."""
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -29,22 +28,6 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def free_port_pair():
-    """A master port whose next port (gpuhost's default peer port) is free too, below Linux's
-    ephemeral range (32768-60999): a port from bind(0) is one the kernel may also give an
-    outgoing connection (a TCPStore client, a gloo pair), which then holds port + 1."""
-    for _ in range(200):
-        port = random.randrange(20000, 32000)
-        try:
-            with socket.socket() as a, socket.socket() as b:
-                a.bind(("127.0.0.1", port))
-                b.bind(("127.0.0.1", port + 1))
-            return port
-        except OSError:
-            continue
-    raise RuntimeError("no free pair of ports in 20000-32000")
 
 
 class TorchJob(Job):

@@ -15,11 +15,11 @@ import os
 import shutil
 import unittest
 
-from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP, needs, torch_available
+from gpuhost_test import BIN, IS_WINDOWS_BUILD, TMP, free_port_pair, needs, torch_available
 from slurm_cluster import SlurmCluster, available
 from test_run_cli import RunTestCase, read_journal
 from test_run_multinode import TORCHRUN, wait_until
-from test_run_save_requests import DDP_TRAINER, free_port_pair, reference
+from test_run_save_requests import DDP_TRAINER, reference
 
 STEPS = 1200
 
