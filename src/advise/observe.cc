@@ -44,7 +44,13 @@ std::vector<GpuWindow> summarize_gpus(const std::vector<gpu::GpuSnapshot>& sampl
       a.window.name = d.name;
       if (d.cc_major.has_value()) a.window.cc_major = *d.cc_major;
       ++a.window.samples;
-      if (d.utilization.has_value()) a.busy.add((*d.utilization).gpu_percent);
+      // In MIG mode NVML gives no utilisation; a slice's GPU instance's GPM graphics activity (the
+      // share of time its graphics engine was active) stands in for it.
+      if (d.utilization.has_value())
+        a.busy.add((*d.utilization).gpu_percent);
+      else if (d.gpm.has_value() && d.mig.has_value() && (*d.mig).current &&
+               (*d.gpm).graphics_util_percent.has_value())
+        a.busy.add(*(*d.gpm).graphics_util_percent);
       if (d.memory.has_value() && (*d.memory).total_bytes > 0) {
         const double share =
             static_cast<double>((*d.memory).used_bytes) / static_cast<double>((*d.memory).total_bytes);

@@ -35,6 +35,23 @@ TEST(SummarizeGpus, MeansUtilisationAndKeepsThePeakMemory) {
   EXPECT_FALSE(windows[0].tensor_percent.has_value());  // no GPM: nothing made up
 }
 
+// MIG mode: no utilisation from NVML; the GPU instance's GPM graphics activity is the busy share,
+// and with neither the busy share stays unknown.
+TEST(SummarizeGpus, AMigSliceIsBusyAsItsGraphicsEngine) {
+  gpu::GpuDevice d = device(0, 0x0);
+  d.utilization = {};
+  d.utilization.issue = gpu::NvmlIssue{3, "NVML_ERROR_NOT_SUPPORTED", "MIG"};
+  d.mig.value = gpu::MigState{true, true};
+  auto windows = summarize_gpus({snapshot({d})});
+  ASSERT_EQ(windows.size(), 1u);
+  EXPECT_FALSE(windows[0].busy_percent.has_value());
+  d.gpm.value = gpu::GpmActivity{};
+  d.gpm.value->graphics_util_percent.value = 12.5;
+  windows = summarize_gpus({snapshot({d})});
+  ASSERT_TRUE(windows[0].busy_percent.has_value());
+  EXPECT_DOUBLE_EQ(*windows[0].busy_percent, 12.5);
+}
+
 TEST(SummarizeGpus, ThrottleSharesCountOnlyBusySamples) {
   // Two idle samples (GpuIdle with a thermal bit, as an idle hot GPU reports) are left out; of the
   // two busy ones, one is thermally slowed and one power capped.

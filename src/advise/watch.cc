@@ -27,10 +27,32 @@ bool sleep_until(std::chrono::steady_clock::time_point when, const std::stop_tok
   return !wake.wait_until(lock, stop, when, [] { return false; }) && !stop.stop_requested();
 }
 
+// The MIG device of `device` whose UUID is `entry`, or nullptr.
+const gpu::MigDevice* mig_slice(const gpu::GpuDevice& device, std::string_view entry) {
+  if (!device.mig_devices.value) return nullptr;
+  for (const auto& m : *device.mig_devices.value)
+    if (m.uuid == entry) return &m;
+  return nullptr;
+}
+
 bool names_device(const gpu::GpuDevice& device, std::string_view entry) {
-  if (entry == device.uuid) return true;
+  if (entry == device.uuid || mig_slice(device, entry)) return true;
   auto index = parse_int(entry);
   return index && *index >= 0 && static_cast<unsigned>(*index) == device.index;
+}
+
+// A job on a MIG slice sees the slice: its memory and, on Hopper and later, its GPU instance's
+// GPM activity. NVML gives no utilisation per slice (NOT_SUPPORTED in MIG mode) and clock and
+// power readings for the whole GPU only, so those stay the GPU's.
+void narrow_to_slice(gpu::GpuDevice& device, const gpu::MigDevice& slice) {
+  device.name += " (MIG " + slice.profile + ")";
+  device.memory = {};
+  if (slice.memory)
+    device.memory.value = slice.memory;
+  else
+    device.memory.issue =
+        gpu::NvmlIssue{3, "NVML_ERROR_NOT_SUPPORTED", "NVML gave no memory for this MIG slice"};
+  device.gpm = slice.gpm;
 }
 
 }  // namespace
@@ -54,6 +76,10 @@ void keep_visible_devices(gpu::GpuSnapshot& snapshot, const std::vector<std::str
     return std::none_of(visible.begin(), visible.end(),
                         [&](const std::string& e) { return names_device(d, e); });
   });
+  // CUDA shows a process one MIG device at most (run --gpu refuses more).
+  if (visible.size() != 1) return;
+  for (gpu::GpuDevice& d : snapshot.devices)
+    if (const gpu::MigDevice* slice = mig_slice(d, visible.front())) narrow_to_slice(d, *slice);
 }
 
 Result<Watched> watch(const WatchOptions& options, gpu::NvmlSession& session, std::stop_token stop) {

@@ -36,9 +36,11 @@ struct Watched {
 [[nodiscard]] Result<Watched> watch(const WatchOptions& options, gpu::NvmlSession& session,
                                     std::stop_token stop = {});
 
-// Keeps only the devices `visible` names (a CUDA_VISIBLE_DEVICES list: NVML indices or UUIDs).
-// When one of its entries matches no device (a MIG slice, a typo), every device is kept: the
-// advisor cannot tell which GPU is the job's and says nothing narrower than the host.
+// Keeps only the devices `visible` names (a CUDA_VISIBLE_DEVICES list: NVML indices, GPU- or
+// MIG- UUIDs). A MIG UUID keeps the GPU it is on, narrowed to the slice: the slice's memory and
+// its GPU instance's GPM (Hopper and later). When one of its entries matches no device (a slice
+// NVML did not list, a typo), every device is kept: the advisor cannot tell which GPU is the
+// job's and says nothing narrower than the host.
 void keep_visible_devices(gpu::GpuSnapshot& snapshot, const std::vector<std::string>& visible);
 
 // CUDA_VISIBLE_DEVICES ("0,1", "GPU-8f...,GPU-3a...") as its entries; empty for "" (all GPUs

@@ -35,8 +35,36 @@ TEST(VisibleDevices, KeepsTheJobsGpusByIndexOrUuid) {
   EXPECT_EQ(indices(s), (std::vector<unsigned>{0, 2}));
 }
 
+// A job on a MIG slice is judged on the slice: its memory and its GPU instance's GPM, not the
+// whole GPU's.
+TEST(VisibleDevices, AMigSliceNarrowsItsGpuToTheSlice) {
+  auto s = three_gpus();
+  s.devices[1].name = "NVIDIA H100 80GB HBM3";
+  s.devices[1].memory.value = gpu::MemoryState{80ULL << 30, 70ULL << 30, 10ULL << 30, 0};
+  s.devices[1].gpm.value = gpu::GpmActivity{};
+  s.devices[1].gpm.value->tensor_util_percent.value = 30;
+  gpu::MigDevice slice;
+  slice.uuid = "MIG-4f2c";
+  slice.profile = "3g.40gb";
+  slice.memory = gpu::MemoryState{40ULL << 30, 2ULL << 30, 38ULL << 30, 0};
+  slice.gpm.value = gpu::GpmActivity{};
+  slice.gpm.value->tensor_util_percent.value = 55.5;
+  gpu::MigDevice other = slice;
+  other.uuid = "MIG-9e01";
+  s.devices[1].mig_devices.value = std::vector<gpu::MigDevice>{other, slice};
+  keep_visible_devices(s, {"MIG-4f2c"});
+  ASSERT_EQ(indices(s), (std::vector<unsigned>{1}));
+  const gpu::GpuDevice& d = s.devices[0];
+  EXPECT_EQ(d.name, "NVIDIA H100 80GB HBM3 (MIG 3g.40gb)");
+  ASSERT_TRUE(d.memory.value);
+  EXPECT_EQ(d.memory.value->used_bytes, 2ULL << 30);
+  ASSERT_TRUE(d.gpm.value);
+  EXPECT_EQ(d.gpm.value->tensor_util_percent.value, 55.5);
+}
+
 TEST(VisibleDevices, KeepsEveryGpuWhenAnEntryNamesNone) {
-  // A MIG slice or a typo: which GPU is the job's is unknown, so nothing narrower is claimed.
+  // A slice NVML did not list, or a typo: which GPU is the job's is unknown, so nothing narrower
+  // is claimed.
   auto s = three_gpus();
   keep_visible_devices(s, {"1", "MIG-4f2c"});
   EXPECT_EQ(indices(s), (std::vector<unsigned>{0, 1, 2}));

@@ -84,8 +84,8 @@ TEST(AssignGpus, OneMigSliceAloneAndOnlyWhereMigIsOn) {
 TEST(AssignGpus, MigUuidsAreCheckedAgainstTheListedSlices) {
   GpuSnapshot s = host(1, true);
   s.devices[0].mig_devices.value = std::vector<MigDevice>{
-      {0, "MIG-aaaa", "NVIDIA A100-SXM4-80GB MIG 3g.40gb", "3g.40gb", 2, 0, std::nullopt, {}},
-      {1, "MIG-bbbb", "NVIDIA A100-SXM4-80GB MIG 1g.10gb", "1g.10gb", 9, 0, std::nullopt, {}}};
+      {0, "MIG-aaaa", "NVIDIA A100-SXM4-80GB MIG 3g.40gb", "3g.40gb", 2, 0, std::nullopt, {}, {}},
+      {1, "MIG-bbbb", "NVIDIA A100-SXM4-80GB MIG 1g.10gb", "1g.10gb", 9, 0, std::nullopt, {}, {}}};
   auto a = assign_gpus("MIG-bbbb", s, false);
   ASSERT_TRUE(a.has_value()) << a.error().message;
   EXPECT_EQ(a->visible_devices(), "MIG-bbbb");
@@ -100,10 +100,10 @@ TEST(AssignGpus, MigUuidsAreCheckedAgainstTheListedSlices) {
 // mig:<profile>: the slices of that profile with no process, in order; each refusal says why.
 TEST(FreeMigSlices, PicksIdleSlicesOfTheProfileAndSaysWhyWhenNone) {
   GpuSnapshot s = host(1, true);
-  s.devices[0].mig_devices.value = std::vector<MigDevice>{
-      {0, "MIG-a", "A100 MIG 1g.10gb", "1g.10gb", 3, 0, std::nullopt, {4242}},
-      {1, "MIG-b", "A100 MIG 1g.10gb", "1g.10gb", 4, 0, std::nullopt, {}},
-      {2, "MIG-c", "A100 MIG 3g.40gb", "3g.40gb", 2, 0, std::nullopt, {}}};
+  s.devices[0].mig_devices.value =
+      std::vector<MigDevice>{{0, "MIG-a", "A100 MIG 1g.10gb", "1g.10gb", 3, 0, std::nullopt, {4242}, {}},
+                             {1, "MIG-b", "A100 MIG 1g.10gb", "1g.10gb", 4, 0, std::nullopt, {}, {}},
+                             {2, "MIG-c", "A100 MIG 3g.40gb", "3g.40gb", 2, 0, std::nullopt, {}, {}}};
   auto free = free_mig_slices("1g.10gb", s, false);
   ASSERT_TRUE(free) << free.error().message;
   ASSERT_EQ(free->size(), 1u);

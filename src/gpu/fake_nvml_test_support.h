@@ -20,9 +20,21 @@ inline constexpr const char* k_scenario_env = "GPUHOST_FAKE_NVML_SCENARIO";
 
 // Every scenario file under tests/fake_nvml/scenarios except malformed.json.
 inline constexpr const char* k_scenarios[] = {
-    "a100_sxm4_80gb_x8", "t4_windows_wddm", "h100_pending_row_remap", "pcie_x8_gen3",      "no_driver",
-    "driver_mismatch",   "vgpu_unlicensed", "vgpu_licensed",          "mig_pending_reset", "gpu_lost",
-    "thermal_slowdown",  "eight_h100",      "mid_scrape_error",       "a100_80gb_mig_all_balanced",
+    "a100_sxm4_80gb_x8",
+    "t4_windows_wddm",
+    "h100_pending_row_remap",
+    "pcie_x8_gen3",
+    "no_driver",
+    "driver_mismatch",
+    "vgpu_unlicensed",
+    "vgpu_licensed",
+    "mig_pending_reset",
+    "gpu_lost",
+    "thermal_slowdown",
+    "eight_h100",
+    "mid_scrape_error",
+    "a100_80gb_mig_all_balanced",
+    "h100_mig_instances_busy",
 };
 
 inline std::string scenario_path(const std::string& name) {

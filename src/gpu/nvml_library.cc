@@ -222,6 +222,7 @@ void NvmlLibrary::resolve() {
   resolve_one(lib, f.gpm_sample_alloc, {"nvmlGpmSampleAlloc"}, miss);
   resolve_one(lib, f.gpm_sample_free, {"nvmlGpmSampleFree"}, miss);
   resolve_one(lib, f.gpm_sample_get, {"nvmlGpmSampleGet"}, miss);
+  resolve_one(lib, f.gpm_mig_sample_get, {"nvmlGpmMigSampleGet"}, miss);
   resolve_one(lib, f.gpm_metrics_get, {"nvmlGpmMetricsGet"}, miss);
 }
 

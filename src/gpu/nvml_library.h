@@ -126,6 +126,7 @@ struct NvmlFunctions {
   nvml::nvmlGpmSampleAlloc_fn gpm_sample_alloc = nullptr;
   nvml::nvmlGpmSampleFree_fn gpm_sample_free = nullptr;
   nvml::nvmlGpmSampleGet_fn gpm_sample_get = nullptr;
+  nvml::nvmlGpmMigSampleGet_fn gpm_mig_sample_get = nullptr;
   nvml::nvmlGpmMetricsGet_fn gpm_metrics_get = nullptr;
 };
 

@@ -180,6 +180,7 @@ TEST(NvmlLibrary, MinimalLibraryListsMissingSymbolsAndUsesPlainNames) {
                                                          "nvmlGpmSampleAlloc",
                                                          "nvmlGpmSampleFree",
                                                          "nvmlGpmSampleGet",
+                                                         "nvmlGpmMigSampleGet",
                                                          "nvmlGpmMetricsGet"}));
   // nvmlInit, nvmlDeviceGetCount and nvmlDeviceGetHandleByIndex were found under their plain names.
   EXPECT_EQ(s.driver_version, "535.104.05");
@@ -210,7 +211,7 @@ TEST(NvmlLibrary, LegacyLibraryUsesOlderNamesAndLayouts) {
                                       "nvmlDeviceGetMaxMigDeviceCount", "nvmlDeviceGetMigDeviceHandleByIndex",
                                       "nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetComputeInstanceId",
                                       "nvmlGpmQueryDeviceSupport", "nvmlGpmSampleAlloc", "nvmlGpmSampleFree",
-                                      "nvmlGpmSampleGet", "nvmlGpmMetricsGet"}));
+                                      "nvmlGpmSampleGet", "nvmlGpmMigSampleGet", "nvmlGpmMetricsGet"}));
   // Plain process lists (nvmlProcessInfo_v1_t) and the plain event wait.
   EXPECT_EQ(nvml.functions().device_get_compute_running_processes_v2, nullptr);
   EXPECT_NE(nvml.functions().device_get_compute_running_processes_v1, nullptr);

@@ -1,5 +1,6 @@
 #include "gpu/nvml_session.h"
 
+#include <algorithm>
 #include <cmath>
 #include <condition_variable>
 #include <mutex>
@@ -31,9 +32,10 @@ constexpr unsigned k_gpm_metrics[] = {NVML_GPM_METRIC_GRAPHICS_UTIL, NVML_GPM_ME
                                       NVML_GPM_METRIC_PCIE_RX_PER_SEC};
 constexpr unsigned k_gpm_metric_count = sizeof k_gpm_metrics / sizeof k_gpm_metrics[0];
 
-// One GPU's GPM samples: `previous` is the baseline of the next nvmlGpmMetricsGet.
+// One GPU's or MIG GPU instance's GPM samples: `previous` is the baseline of the next
+// nvmlGpmMetricsGet.
 struct GpmSamples {
-  std::string uuid;
+  std::string uuid;  // the GPU's, or the instance's first MIG device's (new when it is made again)
   bool checked = false;                  // support decided (once per GPU and session)
   std::optional<NvmlIssue> unsupported;  // why GPM cannot be read on this GPU
   nvmlGpmSample_t previous = nullptr;
@@ -57,6 +59,7 @@ struct NvmlSession::State {
   std::vector<nvmlDevice_t> handles;
   std::unique_ptr<XidWatcher> xid;
   std::vector<GpmSamples> gpm;
+  std::vector<GpmSamples> instance_gpm;  // MIG GPU instances seen in the last collection
   std::vector<NvlinkBaseline> nvlink;
   std::unique_ptr<nvmlGpmMetricsGet_t> gpm_request;  // 13 KB; kept to avoid reallocating
 
@@ -113,12 +116,11 @@ struct NvmlSession::State {
     xid.reset();
     if (nvml && nvml->initialized()) {
       const NvmlFunctions& f = nvml->functions();
-      for (auto& g : gpm) {
-        if (g.previous && f.gpm_sample_free) f.gpm_sample_free(g.previous);
-        if (g.current && f.gpm_sample_free) f.gpm_sample_free(g.current);
-      }
+      for (auto* list : {&gpm, &instance_gpm})
+        for (auto& g : *list) free_samples(f, g);
     }
     gpm.clear();
+    instance_gpm.clear();
     nvlink.clear();
     handles.clear();
   }
@@ -190,6 +192,57 @@ struct NvmlSession::State {
     return out;
   }
 
+  static void free_samples(const NvmlFunctions& f, GpmSamples& g) {
+    for (nvmlGpmSample_t s : {g.previous, g.current})
+      if (s && f.gpm_sample_free) f.gpm_sample_free(s);
+    g.previous = g.current = nullptr;
+  }
+
+  // Takes the next sample with `take` (nvmlGpmSampleGet or nvmlGpmMigSampleGet into the given
+  // sample) and gives the activity since the previous one.
+  template <typename Take>
+  Reading<GpmActivity> next_activity(GpmSamples& g, Take take) {
+    Reading<GpmActivity> out;
+    const NvmlFunctions& f = nvml->functions();
+    nvmlReturn_t status = take(g.current);
+    const Clock::time_point now = Clock::now();
+    if (status != NVML_SUCCESS) {
+      out.issue = issue(status);  // the previous sample stays the baseline
+      return out;
+    }
+    if (!g.has_previous) {
+      out.issue = issue(NVML_ERROR_NO_DATA,
+                        "first GPM sample: the metrics are averages between two collections, so they "
+                        "start with the next one");
+    } else {
+      if (!gpm_request) gpm_request = std::make_unique<nvmlGpmMetricsGet_t>();
+      nvmlGpmMetricsGet_t& request = *gpm_request;
+      request = nvmlGpmMetricsGet_t{};
+      request.version = NVML_GPM_METRICS_GET_VERSION;
+      request.numMetrics = k_gpm_metric_count;
+      request.sample1 = g.previous;
+      request.sample2 = g.current;
+      for (unsigned k = 0; k < k_gpm_metric_count; ++k) request.metrics[k].metricId = k_gpm_metrics[k];
+      status = f.gpm_metrics_get(&request);
+      if (status != NVML_SUCCESS) {
+        out.issue = issue(status);
+      } else {
+        GpmActivity a;
+        a.interval_s = std::chrono::duration<double>(now - g.previous_time).count();
+        a.graphics_util_percent = gpm_metric(request.metrics[0]);
+        a.tensor_util_percent = gpm_metric(request.metrics[1]);
+        a.dram_bw_util_percent = gpm_metric(request.metrics[2]);
+        a.pcie_tx_mib_per_s = gpm_metric(request.metrics[3]);
+        a.pcie_rx_mib_per_s = gpm_metric(request.metrics[4]);
+        out.value = std::move(a);
+      }
+    }
+    std::swap(g.previous, g.current);
+    g.previous_time = now;
+    g.has_previous = true;
+    return out;
+  }
+
   void fill_gpm(unsigned index, GpuDevice& d) {
     nvmlDevice_t h = handle(index);
     if (d.lost) {
@@ -202,10 +255,9 @@ struct NvmlSession::State {
     }
     if (gpm.size() <= index) gpm.resize(index + 1);
     GpmSamples& g = gpm[index];
+    const NvmlFunctions& f = nvml->functions();
     if (g.uuid != d.uuid) {
-      const NvmlFunctions& f = nvml->functions();
-      for (nvmlGpmSample_t s : {g.previous, g.current})
-        if (s && f.gpm_sample_free) f.gpm_sample_free(s);
+      free_samples(f, g);
       g = GpmSamples{};
       g.uuid = d.uuid;
     }
@@ -214,43 +266,63 @@ struct NvmlSession::State {
       d.gpm.issue = g.unsupported;
       return;
     }
+    d.gpm = next_activity(g, [&](nvmlGpmSample_t s) { return f.gpm_sample_get(h, s); });
+  }
+
+  // Each GPU instance's activity, sampled on its parent GPU (as DCGM's per-instance profiling
+  // fields): kept on each of the instance's MIG devices.
+  void fill_instance_gpm(unsigned index, GpuDevice& d, std::vector<GpmSamples>& seen) {
+    if (!d.mig_devices.value) return;
+    const GpmSamples* parent = index < gpm.size() ? &gpm[index] : nullptr;
     const NvmlFunctions& f = nvml->functions();
-    nvmlReturn_t status = f.gpm_sample_get(h, g.current);
-    const Clock::time_point now = Clock::now();
-    if (status != NVML_SUCCESS) {
-      d.gpm.issue = issue(status);  // the previous sample stays the baseline
-      return;
-    }
-    if (!g.has_previous) {
-      d.gpm.issue = issue(NVML_ERROR_NO_DATA,
-                          "first GPM sample: the metrics are averages between two collections, so they "
-                          "start with the next one");
-    } else {
-      if (!gpm_request) gpm_request = std::make_unique<nvmlGpmMetricsGet_t>();
-      nvmlGpmMetricsGet_t& request = *gpm_request;
-      request = nvmlGpmMetricsGet_t{};
-      request.version = NVML_GPM_METRICS_GET_VERSION;
-      request.numMetrics = k_gpm_metric_count;
-      request.sample1 = g.previous;
-      request.sample2 = g.current;
-      for (unsigned k = 0; k < k_gpm_metric_count; ++k) request.metrics[k].metricId = k_gpm_metrics[k];
-      status = f.gpm_metrics_get(&request);
-      if (status != NVML_SUCCESS) {
-        d.gpm.issue = issue(status);
-      } else {
-        GpmActivity a;
-        a.interval_s = std::chrono::duration<double>(now - g.previous_time).count();
-        a.graphics_util_percent = gpm_metric(request.metrics[0]);
-        a.tensor_util_percent = gpm_metric(request.metrics[1]);
-        a.dram_bw_util_percent = gpm_metric(request.metrics[2]);
-        a.pcie_tx_mib_per_s = gpm_metric(request.metrics[3]);
-        a.pcie_rx_mib_per_s = gpm_metric(request.metrics[4]);
-        d.gpm.value = std::move(a);
+    std::optional<NvmlIssue> unavailable;
+    if (!parent || !parent->checked)
+      unavailable = d.gpm.issue ? d.gpm.issue : issue(NVML_ERROR_NOT_FOUND);
+    else if (parent->unsupported)
+      unavailable = parent->unsupported;
+    else if (!f.gpm_mig_sample_get)
+      unavailable = issue(NVML_ERROR_FUNCTION_NOT_FOUND,
+                          "this NVML has no nvmlGpmMigSampleGet, which GPM per MIG instance needs");
+    std::vector<MigDevice>& devices = *d.mig_devices.value;
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      MigDevice& m = devices[i];
+      if (unavailable || !m.gpu_instance_id) {
+        m.gpm.issue = unavailable
+                          ? unavailable
+                          : issue(NVML_ERROR_NOT_FOUND, "NVML gave no GPU instance id for this MIG device");
+        continue;
       }
+      const MigDevice* first = &m;
+      for (std::size_t j = 0; j < i; ++j)
+        if (devices[j].gpu_instance_id == m.gpu_instance_id) {
+          first = &devices[j];
+          break;
+        }
+      if (first != &m) {
+        m.gpm = first->gpm;  // one GPU instance, one sample
+        continue;
+      }
+      GpmSamples g;
+      auto old = std::find_if(instance_gpm.begin(), instance_gpm.end(),
+                              [&](const GpmSamples& o) { return o.uuid == m.uuid; });
+      if (old != instance_gpm.end()) {
+        g = std::exchange(*old, GpmSamples{});
+      } else {
+        g.uuid = m.uuid;
+        g.checked = true;
+        for (nvmlGpmSample_t* sample : {&g.previous, &g.current})
+          if (nvmlReturn_t status = f.gpm_sample_alloc(sample); status != NVML_SUCCESS) {
+            *sample = nullptr;
+            g.unsupported = issue(status);
+          }
+      }
+      if (g.unsupported)
+        m.gpm.issue = g.unsupported;
+      else
+        m.gpm = next_activity(
+            g, [&](nvmlGpmSample_t s) { return f.gpm_mig_sample_get(handle(index), *m.gpu_instance_id, s); });
+      seen.push_back(std::move(g));
     }
-    std::swap(g.previous, g.current);
-    g.previous_time = now;
-    g.has_previous = true;
   }
 
   // DCGM's DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL (dcgmlib/src/DcgmCacheManager.cpp
@@ -282,12 +354,17 @@ struct NvmlSession::State {
   }
 
   void fill(GpuSnapshot& s) {
+    std::vector<GpmSamples> seen;
     for (GpuDevice& d : s.devices) {
       if (d.handle_error) continue;
       d.xid = xid->reading(d.index);
       fill_gpm(d.index, d);
+      fill_instance_gpm(d.index, d, seen);
       fill_nvlink(d.index, d);
     }
+    // Instances gone since the last collection free their samples.
+    for (GpmSamples& g : instance_gpm) free_samples(nvml->functions(), g);
+    instance_gpm = std::move(seen);
   }
 };
 

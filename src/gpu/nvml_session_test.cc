@@ -60,6 +60,51 @@ TEST(NvmlSession, GpmMetricsAndNvlinkRateStartWithTheSecondCollection) {
   EXPECT_EQ(third.devices[3].nvlink_bandwidth.value, 400000.0);
 }
 
+// MIG mode on a Hopper GPU: each GPU instance sampled on its parent (nvmlGpmMigSampleGet); the
+// compute instances of one GPU instance share its reading; a metric NVML does not give per
+// instance (PCIe here) is that metric's issue, not the instance's.
+TEST(NvmlSession, GpmPerMigGpuInstance) {
+  FakeNvml fake("h100_mig_instances_busy");
+  NvmlSession session;
+  GpuSnapshot first = session.collect();
+  ASSERT_TRUE(first.available);
+  ASSERT_TRUE(first.devices.at(0).mig_devices.value);
+  for (const MigDevice& m : *first.devices[0].mig_devices.value)
+    expect_issue(m.gpm, 21, "the first sample is the baseline");
+
+  GpuSnapshot second = session.collect();
+  const GpuDevice& d = second.devices.at(0);
+  ASSERT_TRUE(d.gpm.value);
+  EXPECT_EQ(d.gpm.value->tensor_util_percent.value, 30.0);  // the whole GPU
+  ASSERT_TRUE(d.mig_devices.value);
+  const auto& list = *d.mig_devices.value;
+  ASSERT_EQ(list.size(), 4u);
+  for (const MigDevice& m : list) {
+    SCOPED_TRACE(m.profile);
+    ASSERT_TRUE(m.gpm.value) << (m.gpm.issue ? m.gpm.issue->message : "unattempted");
+    expect_issue(m.gpm.value->pcie_tx_mib_per_s, 3, "no PCIe metric per instance in this scenario");
+  }
+  EXPECT_EQ(list[0].gpm.value->tensor_util_percent.value, 55.5);
+  EXPECT_EQ(list[0].gpm.value->graphics_util_percent.value, 92.0);
+  EXPECT_EQ(list[1].gpm.value->tensor_util_percent.value, 12.0);
+  EXPECT_EQ(list[1].gpm, list[2].gpm);  // two compute instances of GPU instance 5
+  EXPECT_EQ(list[3].gpm.value->dram_bw_util_percent.value, 0.0);
+  EXPECT_TRUE(session.collect().devices.at(0).mig_devices.value->at(3).gpm.value);  // the baseline moves
+}
+
+// A MIG GPU without GPM (Ampere): its instances carry the GPU's reason.
+TEST(NvmlSession, MigInstancesOfAnAmpereGpuHaveNoGpm) {
+  FakeNvml fake("a100_80gb_mig_all_balanced");
+  NvmlSession session;
+  (void)session.collect();
+  GpuSnapshot s = session.collect();
+  ASSERT_TRUE(s.devices.at(0).mig_devices.value);
+  for (const MigDevice& m : *s.devices[0].mig_devices.value) {
+    expect_issue(m.gpm, 3, "GPM is Hopper and later");
+    EXPECT_NE(m.gpm.issue->message.find("Hopper"), std::string::npos);
+  }
+}
+
 TEST(NvmlSession, AmpereHasNoGpmAndAnIdleNvlinkRateIsZero) {
   FakeNvml fake("a100_sxm4_80gb_x8");
   NvmlSession session;

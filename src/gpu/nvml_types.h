@@ -557,6 +557,9 @@ using nvmlGpmQueryDeviceSupport_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlG
 using nvmlGpmSampleAlloc_fn = nvmlReturn_t (*)(nvmlGpmSample_t* sample);
 using nvmlGpmSampleFree_fn = nvmlReturn_t (*)(nvmlGpmSample_t sample);
 using nvmlGpmSampleGet_fn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlGpmSample_t sample);
+// A MIG GPU instance's sample, taken on its parent GPU (R525 and later).
+using nvmlGpmMigSampleGet_fn = nvmlReturn_t (*)(nvmlDevice_t device, unsigned gpu_instance_id,
+                                                nvmlGpmSample_t sample);
 using nvmlGpmMetricsGet_fn = nvmlReturn_t (*)(nvmlGpmMetricsGet_t* metrics);
 
 }  // namespace gpuhost::gpu::nvml

@@ -103,6 +103,19 @@ struct MigState {
   friend bool operator==(const MigState&, const MigState&) = default;
 };
 
+// GPU Performance Monitoring (nvmlGpmMetricsGet, Hopper and later) between two samples: the
+// previous collection's and this one's. Each metric has its own NVML status.
+struct GpmActivity {
+  double interval_s = 0;                  // time between the two samples
+  Reading<double> graphics_util_percent;  // NVML_GPM_METRIC_GRAPHICS_UTIL
+  Reading<double> tensor_util_percent;    // NVML_GPM_METRIC_ANY_TENSOR_UTIL
+  Reading<double> dram_bw_util_percent;   // NVML_GPM_METRIC_DRAM_BW_UTIL
+  Reading<double> pcie_tx_mib_per_s;      // NVML_GPM_METRIC_PCIE_TX_PER_SEC
+  Reading<double> pcie_rx_mib_per_s;      // NVML_GPM_METRIC_PCIE_RX_PER_SEC
+
+  friend bool operator==(const GpmActivity&, const GpmActivity&) = default;
+};
+
 // One MIG device (a GPU instance's compute instance) of a GPU in MIG mode, as CUDA sees it:
 // CUDA_VISIBLE_DEVICES=MIG-<uuid>. The profile is the name's suffix ("NVIDIA A100-SXM4-80GB MIG
 // 3g.40gb" -> "3g.40gb"), which is dcgm-exporter's GPU_I_PROFILE label.
@@ -115,6 +128,9 @@ struct MigDevice {
   std::optional<unsigned> compute_instance_id;
   std::optional<MemoryState> memory;
   std::vector<unsigned> compute_pids;  // compute processes on this slice (NVML lists them per MIG device)
+  // The GPU instance's activity (nvmlGpmMigSampleGet on the parent GPU, Hopper and later) between
+  // the previous collection and this one; compute instances of one GPU instance share it.
+  Reading<GpmActivity> gpm;
 
   friend bool operator==(const MigDevice&, const MigDevice&) = default;
 };
@@ -211,19 +227,6 @@ struct XidState {
   std::int64_t last_unix = 0;      // when the last one arrived; 0 when none
 
   friend bool operator==(const XidState&, const XidState&) = default;
-};
-
-// GPU Performance Monitoring (nvmlGpmMetricsGet, Hopper and later) between two samples: the
-// previous collection's and this one's. Each metric has its own NVML status.
-struct GpmActivity {
-  double interval_s = 0;                   // time between the two samples
-  Reading<double> graphics_util_percent;   // NVML_GPM_METRIC_GRAPHICS_UTIL
-  Reading<double> tensor_util_percent;     // NVML_GPM_METRIC_ANY_TENSOR_UTIL
-  Reading<double> dram_bw_util_percent;    // NVML_GPM_METRIC_DRAM_BW_UTIL
-  Reading<double> pcie_tx_mib_per_s;       // NVML_GPM_METRIC_PCIE_TX_PER_SEC
-  Reading<double> pcie_rx_mib_per_s;       // NVML_GPM_METRIC_PCIE_RX_PER_SEC
-
-  friend bool operator==(const GpmActivity&, const GpmActivity&) = default;
 };
 
 // A process using a GPU (nvmlDeviceGetComputeRunningProcesses / ...GetGraphicsRunningProcesses).

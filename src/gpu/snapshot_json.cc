@@ -49,6 +49,19 @@ Value reading_to_json(const Reading<T>& reading) {
   return reading_to_json(reading, [](const T& value) { return Value(value); });
 }
 
+Value gpm_to_json(const Reading<GpmActivity>& gpm) {
+  return reading_to_json(gpm, [](const GpmActivity& g) {
+    Value o = Value::object();
+    o["interval_s"] = g.interval_s;
+    o["graphics_util_percent"] = reading_to_json(g.graphics_util_percent);
+    o["tensor_util_percent"] = reading_to_json(g.tensor_util_percent);
+    o["dram_bw_util_percent"] = reading_to_json(g.dram_bw_util_percent);
+    o["pcie_tx_mib_per_s"] = reading_to_json(g.pcie_tx_mib_per_s);
+    o["pcie_rx_mib_per_s"] = reading_to_json(g.pcie_rx_mib_per_s);
+    return o;
+  });
+}
+
 Value optional_uint(const std::optional<unsigned>& v) {
   return v ? Value(*v) : Value();
 }
@@ -152,6 +165,7 @@ Value device_to_json(const GpuDevice& d) {
       Value pids = Value::array();
       for (unsigned pid : m.compute_pids) pids.push_back(pid);
       o["compute_pids"] = std::move(pids);
+      o["gpm"] = gpm_to_json(m.gpm);
       a.push_back(std::move(o));
     }
     return a;
@@ -244,16 +258,7 @@ Value device_to_json(const GpuDevice& d) {
     o["last_unix"] = x.last_unix;
     return o;
   });
-  v["gpm"] = reading_to_json(d.gpm, [](const GpmActivity& g) {
-    Value o = Value::object();
-    o["interval_s"] = g.interval_s;
-    o["graphics_util_percent"] = reading_to_json(g.graphics_util_percent);
-    o["tensor_util_percent"] = reading_to_json(g.tensor_util_percent);
-    o["dram_bw_util_percent"] = reading_to_json(g.dram_bw_util_percent);
-    o["pcie_tx_mib_per_s"] = reading_to_json(g.pcie_tx_mib_per_s);
-    o["pcie_rx_mib_per_s"] = reading_to_json(g.pcie_rx_mib_per_s);
-    return o;
-  });
+  v["gpm"] = gpm_to_json(d.gpm);
   v["nvlink_bandwidth"] = reading_to_json(d.nvlink_bandwidth);
   return v;
 }
@@ -326,6 +331,26 @@ class SnapshotParser {
   std::optional<bool> boolean(const Value& v, const std::string& where) {
     if (!v.is_bool()) return type_error<bool>(v, where, "true or false");
     return v.as_bool();
+  }
+
+  // A GPU's or MIG instance's "gpm" reading.
+  void gpm(const Value& parent, const std::string& where, Reading<GpmActivity>& out) {
+    const auto as_double = [this](const Value& x, const std::string& w) { return number(x, w); };
+    reading<GpmActivity>(parent, "gpm", where, out,
+                         [&, this](const Value& x, const std::string& w) -> std::optional<GpmActivity> {
+                           json::FieldReader o(x, w);
+                           take(o);
+                           if (!o.ok()) return std::nullopt;
+                           GpmActivity g;
+                           if (const Value* interval = x.find("interval_s"); interval && !interval->is_null())
+                             g.interval_s = number(*interval, w + ".interval_s").value_or(0);
+                           reading<double>(x, "graphics_util_percent", w, g.graphics_util_percent, as_double);
+                           reading<double>(x, "tensor_util_percent", w, g.tensor_util_percent, as_double);
+                           reading<double>(x, "dram_bw_util_percent", w, g.dram_bw_util_percent, as_double);
+                           reading<double>(x, "pcie_tx_mib_per_s", w, g.pcie_tx_mib_per_s, as_double);
+                           reading<double>(x, "pcie_rx_mib_per_s", w, g.pcie_rx_mib_per_s, as_double);
+                           return g;
+                         });
   }
 
   template <typename T>
@@ -588,6 +613,7 @@ void SnapshotParser::activity(const Value& v, const std::string& where, GpuDevic
                                            if (pid.is_integer()) g.compute_pids.push_back(static_cast<unsigned>(pid.as_int()));
                                      });
           if (!m) return std::nullopt;
+          gpm(x.items()[i], w + "[" + std::to_string(i) + "]", m->gpm);
           out.push_back(std::move(*m));
         }
         return out;
@@ -625,21 +651,7 @@ void SnapshotParser::activity(const Value& v, const std::string& where, GpuDevic
                       state->last_unix = *last;
                       return state;
                     });
-  reading<GpmActivity>(v, "gpm", where, d.gpm,
-                       [&, this](const Value& x, const std::string& w) -> std::optional<GpmActivity> {
-                         json::FieldReader o(x, w);
-                         take(o);
-                         if (!o.ok()) return std::nullopt;
-                         GpmActivity g;
-                         if (const Value* interval = x.find("interval_s"); interval && !interval->is_null())
-                           g.interval_s = number(*interval, w + ".interval_s").value_or(0);
-                         reading<double>(x, "graphics_util_percent", w, g.graphics_util_percent, as_double);
-                         reading<double>(x, "tensor_util_percent", w, g.tensor_util_percent, as_double);
-                         reading<double>(x, "dram_bw_util_percent", w, g.dram_bw_util_percent, as_double);
-                         reading<double>(x, "pcie_tx_mib_per_s", w, g.pcie_tx_mib_per_s, as_double);
-                         reading<double>(x, "pcie_rx_mib_per_s", w, g.pcie_rx_mib_per_s, as_double);
-                         return g;
-                       });
+  gpm(v, where, d.gpm);
   reading<double>(v, "nvlink_bandwidth", where, d.nvlink_bandwidth, as_double);
 }
 

@@ -102,14 +102,26 @@ TEST(SnapshotJson, EveryFieldRoundTrips) {
 }
 
 TEST(SnapshotJson, SessionReadingsRoundTrip) {
-  ScopedEnv scenario(testing::k_scenario_env, testing::scenario_path("eight_h100"));
+  for (const char* scenario : {"eight_h100", "h100_mig_instances_busy"}) {
+    SCOPED_TRACE(scenario);
+    ScopedEnv scenario_env(testing::k_scenario_env, testing::scenario_path(scenario));
+    ScopedEnv library(k_nvml_library_env, testing::k_fake_nvml);
+    NvmlSession session;
+    GpuSnapshot first = session.collect();   // GPM and NVLink rate: NO_DATA issues
+    GpuSnapshot second = session.collect();  // values
+    ASSERT_TRUE(second.devices.at(0).gpm.has_value());
+    EXPECT_TRUE(round_trip(first) == first) << json::dump(to_json(first), 2);
+    EXPECT_TRUE(round_trip(second) == second) << json::dump(to_json(second), 2);
+  }
+  // A MIG instance's GPM is written under its MIG device.
+  ScopedEnv scenario_env(testing::k_scenario_env, testing::scenario_path("h100_mig_instances_busy"));
   ScopedEnv library(k_nvml_library_env, testing::k_fake_nvml);
   NvmlSession session;
-  GpuSnapshot first = session.collect();   // GPM and NVLink rate: NO_DATA issues
-  GpuSnapshot second = session.collect();  // values
-  ASSERT_TRUE(second.devices.at(0).gpm.has_value());
-  EXPECT_TRUE(round_trip(first) == first) << json::dump(to_json(first), 2);
-  EXPECT_TRUE(round_trip(second) == second) << json::dump(to_json(second), 2);
+  (void)session.collect();
+  const json::Value v = to_json(session.collect());
+  const json::Value& mig = v.find("devices")->items().at(0).find("mig_devices")->items().at(0);
+  EXPECT_EQ(mig.find("gpm")->get_number("tensor_util_percent"), 55.5);
+  EXPECT_EQ(mig.find("gpm")->find("pcie_tx_mib_per_s")->find("unavailable")->get_int("status"), 3);
 }
 
 TEST(SnapshotJson, DocumentedShape) {

@@ -6,6 +6,7 @@
 // named at each such metric.
 #include "telemetry/gpu_metrics.h"
 
+#include <algorithm>
 #include <string>
 
 #include "gpu/nvml_types.h"
@@ -182,38 +183,41 @@ void append_processes(DeviceMetrics& e, const gpu::GpuDevice& d) {
 // DCGM's profiling fields from NVML GPM, as DCGM itself reads them on GPUs with GPM (repo
 // NVIDIA/DCGM dcgmlib/src/DcgmGpmManager.cpp: a percentage / 100 gives the ratio;
 // DcgmCacheManager.cpp: "PCIe ... throughput fields are returned in MiB/s by NVML", * 1024 * 1024).
+struct GpmField {
+  std::string_view name;
+  std::string_view help;
+  gpu::Reading<double> gpu::GpmActivity::*reading;
+  double scale;
+};
+constexpr GpmField k_gpm_fields[] = {
+    {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.",
+     &gpu::GpmActivity::graphics_util_percent, 0.01},
+    {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.",
+     &gpu::GpmActivity::tensor_util_percent, 0.01},
+    {"DCGM_FI_PROF_DRAM_ACTIVE",
+     "Ratio of cycles the device memory interface is active sending or receiving data.",
+     &gpu::GpmActivity::dram_bw_util_percent, 0.01},
+    {"DCGM_FI_PROF_PCIE_TX_BYTES",
+     "The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - "
+     "in "
+     "bytes per second.",
+     &gpu::GpmActivity::pcie_tx_mib_per_s, k_mib},
+    {"DCGM_FI_PROF_PCIE_RX_BYTES",
+     "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in "
+     "bytes per second.",
+     &gpu::GpmActivity::pcie_rx_mib_per_s, k_mib},
+};
+
 void append_gpm(DeviceMetrics& e, const gpu::GpuDevice& d) {
-  struct Field {
-    std::string_view name;
-    std::string_view help;
-    gpu::Reading<double> gpu::GpmActivity::*reading;
-    double scale;
-  };
-  static constexpr Field fields[] = {
-      {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.",
-       &gpu::GpmActivity::graphics_util_percent, 0.01},
-      {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.",
-       &gpu::GpmActivity::tensor_util_percent, 0.01},
-      {"DCGM_FI_PROF_DRAM_ACTIVE",
-       "Ratio of cycles the device memory interface is active sending or receiving data.",
-       &gpu::GpmActivity::dram_bw_util_percent, 0.01},
-      {"DCGM_FI_PROF_PCIE_TX_BYTES",
-       "The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - "
-       "in "
-       "bytes per second.",
-       &gpu::GpmActivity::pcie_tx_mib_per_s, k_mib},
-      {"DCGM_FI_PROF_PCIE_RX_BYTES",
-       "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in "
-       "bytes per second.",
-       &gpu::GpmActivity::pcie_rx_mib_per_s, k_mib},
-  };
   std::string_view context;
   if (d.gpm.issue && d.gpm.issue->status == NVML_ERROR_NOT_SUPPORTED)
     context = "DCGM profiling field; NVML gives it through GPM on Hopper and newer GPUs only";
   e.from(
-      d.gpm, {fields[0].name, fields[1].name, fields[2].name, fields[3].name, fields[4].name},
+      d.gpm,
+      {k_gpm_fields[0].name, k_gpm_fields[1].name, k_gpm_fields[2].name, k_gpm_fields[3].name,
+       k_gpm_fields[4].name},
       [&](const gpu::GpmActivity& activity) {
-        for (const Field& f : fields)
+        for (const GpmField& f : k_gpm_fields)
           e.from(activity.*(f.reading), {f.name},
                  [&](double v) { e.value(f.name, MetricType::gauge, f.help, v * f.scale); });
       },
@@ -318,6 +322,16 @@ void append_device(const gpu::GpuDevice& d, const std::string& driver, std::stri
                       m.compute_instance_id ? std::to_string(*m.compute_instance_id) : std::string()});
       e.own_value("gpuhost_gpu_mig_device_info",
                   "1 for each MIG device of this GPU (what CUDA_VISIBLE_DEVICES=MIG-<uuid> selects)", info, 1);
+      // Memory and GPM activity belong to the GPU instance, which its compute instances share:
+      // one row each per instance. A GPM metric NVML does not give for an instance is left out.
+      const bool first_of_instance =
+          std::find_if(d.mig_devices.value->data(), &m,
+                       [&](const gpu::MigDevice& o) { return o.gpu_instance_id == m.gpu_instance_id; }) == &m;
+      if (!first_of_instance) continue;
+      if (m.gpm.value)
+        for (const GpmField& f : k_gpm_fields)
+          if (const auto& r = (*m.gpm.value).*(f.reading); r.value)
+            e.value(f.name, MetricType::gauge, f.help, instance, *r.value * f.scale);
       if (!m.memory) continue;
       e.value("DCGM_FI_DEV_FB_FREE", MetricType::gauge, "Framebuffer memory free (in MiB).", instance,
               static_cast<double>(m.memory->free_bytes) / k_mib);

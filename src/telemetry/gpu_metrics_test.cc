@@ -404,6 +404,33 @@ TEST(GpuMetricsFakeNvml, NvmlFailingForSomeGpusMidScrapeGivesPartialMetrics) {
           << metric << " gpu " << gpu;
 }
 
+// MIG on Hopper: each GPU instance gets dcgm-exporter's profiling fields and memory once, with
+// GPU_I_PROFILE / GPU_I_ID, beside the whole GPU's row; two compute instances of one GPU instance
+// give one row, not two series with the same labels.
+TEST(GpuMetricsFakeNvml, GpuInstancesGetTheirOwnProfilingRows) {
+  const std::string text = scrape_twice("h100_mig_instances_busy");
+  const std::regex tensor(
+      R"re(DCGM_FI_PROF_PIPE_TENSOR_ACTIVE\{gpu="0",[^}]*DCGM_FI_DRIVER_VERSION="[^"]*"\} (\S+)\n)re");
+  const std::regex instance_tensor(
+      R"re(DCGM_FI_PROF_PIPE_TENSOR_ACTIVE\{gpu="0",[^}]*GPU_I_PROFILE="([^"]+)",GPU_I_ID="(\d+)"\} (\S+)\n)re");
+  std::set<std::string> rows;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), instance_tensor);
+       it != std::sregex_iterator(); ++it)
+    rows.insert((*it)[1].str() + "/" + (*it)[2].str() + "=" + (*it)[3].str());
+  EXPECT_EQ(rows, (std::set<std::string>{"3g.40gb/1=0.555", "1c.2g.20gb/5=0.12", "1g.10gb/9=0"})) << text;
+  std::smatch whole;
+  ASSERT_TRUE(std::regex_search(text, whole, tensor)) << text;
+  EXPECT_EQ(whole[1].str(), "0.3");  // the GPU's own row (its labels end with the driver)
+  // NVML gives no PCIe GPM per instance here: the GPU's row only.
+  EXPECT_EQ(std::regex_search(text, std::regex(R"(DCGM_FI_PROF_PCIE_TX_BYTES\{[^}]*GPU_I_ID)")), false);
+  const auto count = [&](const std::string& pattern) {
+    const std::regex re(pattern);
+    return std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator());
+  };
+  EXPECT_EQ(count(R"(DCGM_FI_DEV_FB_USED\{[^}]*GPU_I_ID="5"\})"), 1);
+  EXPECT_EQ(count(R"(gpuhost_gpu_mig_device_info\{)"), 4);
+}
+
 #else
 
 TEST(GpuMetricsFakeNvml, NeedsTheFakeNvmlPaths) {

@@ -65,7 +65,9 @@ struct EventSet {
 };
 
 struct GpmSample {
-  const Device* device = nullptr;   // set by nvmlGpmSampleGet
+  // Set by nvmlGpmSampleGet (the GPU) or nvmlGpmMigSampleGet (the GPU instance's MIG device,
+  // whose "gpm" metrics nvmlGpmMetricsGet answers).
+  const Device* device = nullptr;
   unsigned long long sequence = 0;  // order of nvmlGpmSampleGet calls
 };
 
@@ -569,6 +571,8 @@ void mig_devices_changed(std::size_t index) {
       d["memory"]["free"] = total > used ? total - used : 0ULL;
       d["memory"]["reserved"] = 0;
       d["processes"] = gi->processes.is_array() ? gi->processes : Value::array();
+      for (const char* metric : {"graphics_util", "any_tensor_util", "dram_bw_util", "pcie_tx_per_sec", "pcie_rx_per_sec"})
+        d["gpm"]["metrics"][metric] = 0;
       Device mig;
       mig.data = std::move(d);
       mig.parent = static_cast<int>(index);
@@ -1166,6 +1170,29 @@ nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t sample) {
   return NVML_SUCCESS;
 }
 
+// A GPU instance's sample, asked of its parent GPU: the GPU must have GPM and MIG mode current
+// (else NOT_SUPPORTED) and the instance must exist (else NOT_FOUND). The metrics are those of the
+// instance's first MIG device ("gpm" in a scenario's "mig_devices", zeros for instances the MIG
+// state machine made).
+nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId, nvmlGpmSample_t sample) {
+  FAKE_DEVICE_CALL(device);
+  GpmSample* s = find_gpm_sample(sample);
+  const auto* gpu = reinterpret_cast<const Device*>(device);
+  if (!s || gpu->parent >= 0) return NVML_ERROR_INVALID_ARGUMENT;
+  if (number_or(at(dev, {"gpm", "supported"}), 0) == 0) return NVML_ERROR_NOT_SUPPORTED;
+  const auto* state = g_mig.gpu(static_cast<std::size_t>(gpu - g_devices.data()));
+  if ((state ? state->current : number_or(at(dev, {"mig_mode", "current"}), 0)) != 1) return NVML_ERROR_NOT_SUPPORTED;
+  for (std::size_t child : gpu->children) {
+    const Device& m = g_mig_devices[child];
+    if (number_or(m.data.find("gpu_instance_id"), ~0ULL) == gpuInstanceId) {
+      s->device = &m;
+      s->sequence = ++g_gpm_sequence;
+      return NVML_SUCCESS;
+    }
+  }
+  return NVML_ERROR_NOT_FOUND;
+}
+
 // As NVML: both samples taken, from the same GPU, sample1 before sample2. The values are the
 // scenario's, whatever the interval.
 nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* request) {
@@ -1276,4 +1303,5 @@ FAKE_CHECK(nvmlGpmQueryDeviceSupport, nvmlGpmQueryDeviceSupport_fn);
 FAKE_CHECK(nvmlGpmSampleAlloc, nvmlGpmSampleAlloc_fn);
 FAKE_CHECK(nvmlGpmSampleFree, nvmlGpmSampleFree_fn);
 FAKE_CHECK(nvmlGpmSampleGet, nvmlGpmSampleGet_fn);
+FAKE_CHECK(nvmlGpmMigSampleGet, nvmlGpmMigSampleGet_fn);
 FAKE_CHECK(nvmlGpmMetricsGet, nvmlGpmMetricsGet_fn);

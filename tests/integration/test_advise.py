@@ -27,9 +27,9 @@ TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch
 
 
 class AdviseTestCase(RunTestCase):
-    def start_training(self, label, trainer_args):
+    def start_training(self, label, trainer_args, run_flags=(), env=None):
         job = Job(self, "advise-" + label)
-        proc = job.start([], [TORCH_PYTHON, INPUT_TRAINER] + trainer_args)
+        proc = job.start(list(run_flags), [TORCH_PYTHON, INPUT_TRAINER] + trainer_args, env=env)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if os.path.exists(os.path.join(job.job_dir, "logs", "stdout.log")) and "step 20 " in job.stdout_log():
@@ -132,6 +132,20 @@ class InputBound(AdviseTestCase):
         text = subprocess.run([BIN, "advise", job.name, "--seconds", "1"], env=job.env(scenario_env("a100_busy_training")),
                               capture_output=True, text=True, timeout=60)
         self.assertIn("no finding", text.stdout)
+
+    def test_a_job_on_a_mig_slice_is_judged_on_its_slice(self):
+        """An H100 in MIG mode whose whole-GPU graphics activity is 70 %: a trainer loading on its
+        main thread on the idle 1g.10gb slice is input-bound on that slice's own GPM (0 %), with the
+        slice's memory; the GPU's own figures would have hidden it."""
+        slice_uuid = "MIG-c5e90b17-3d2a-5b84-a6f3-9e1d4c7b2a58"
+        env = scenario_env("h100_mig_instances_busy")
+        job = self.start_training("mig-slice", ["--workers", "0"], run_flags=["--gpu", slice_uuid], env=env)
+        report = self.advise(job, "h100_mig_instances_busy")
+        gpus = report["observation"]["gpus"]
+        self.assertEqual(len(gpus), 1, report)
+        self.assertIn("(MIG 1g.10gb)", gpus[0]["name"])
+        self.assertEqual(gpus[0]["busy_percent"], 0, report)
+        self.assertEqual([(f["id"], f["strength"]) for f in report["findings"]], [("input_bound", "verdict")], report)
 
     def test_without_nvml_the_gpus_are_unseen_and_the_host_is_still_read(self):
         job = self.start_training("no-nvml", ["--workers", "0"])

@@ -251,6 +251,28 @@ class ServeMig(unittest.TestCase):
         proc = subprocess.run([PROMTOOL, "check", "metrics"], input=own, capture_output=True, text=True, timeout=60)
         self.assertEqual(proc.returncode, 0, "promtool on the gpuhost_* families:\n" + proc.stdout + proc.stderr)
 
+    def test_hopper_gpu_instances_get_their_own_profiling_rows(self):
+        """An H100 in MIG mode: each GPU instance's GPM (sampled on its parent GPU) as dcgm-exporter's
+        profiling fields with GPU_I_PROFILE / GPU_I_ID, once per GPU instance even where two compute
+        instances share one."""
+        server = Server([], env=scenario_env("h100_mig_instances_busy"))
+        self.addCleanup(server.stop)
+        deadline = time.monotonic() + 60  # GPM needs two collections
+        while True:
+            status, _, body = server.get("/metrics")
+            self.assertEqual(status, 200)
+            samples = parse_samples(body)
+            tensor = {labels.get("GPU_I_PROFILE", "") + "/" + labels.get("GPU_I_ID", ""): float(value)
+                      for name, labels, value in samples if name == "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"}
+            if tensor or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        self.assertEqual(tensor, {"/": 0.3, "3g.40gb/1": 0.555, "1c.2g.20gb/5": 0.12, "1g.10gb/9": 0.0}, body)
+        used = [labels for name, labels, _ in samples if name == "DCGM_FI_DEV_FB_USED" and labels.get("GPU_I_ID") == "5"]
+        self.assertEqual(len(used), 1)
+        tx = [labels for name, labels, _ in samples if name == "DCGM_FI_PROF_PCIE_TX_BYTES"]
+        self.assertEqual([l.get("GPU_I_ID") for l in tx], [None])  # no PCIe GPM per instance in this scenario
+
 
 class ServeAccess(unittest.TestCase):
     def test_bind_takes_host_and_port_as_node_exporter_does(self):
