@@ -25,6 +25,7 @@ struct ActivationStage {
   double elements = 0;     // activation values kept per sample (16-bit under AMP, else 32-bit)
   double fixed_bytes = 0;  // kept per sample whatever the precision: max pooling's int64
                            // indices, BatchNorm's fp32 batch mean and inverse deviation
+  std::string fixed_what = "indices and batch statistics";  // what fixed_bytes are
 };
 
 struct ConvActivations {
@@ -35,5 +36,13 @@ struct ConvActivations {
 // ResNet-18/34 (basic blocks) and 50/101/152 (bottlenecks) at IMAGE_SIZE x IMAGE_SIZE pixels.
 // invalid_argument for another depth or an image smaller than 32 px (the network's total stride).
 [[nodiscard]] Result<ConvActivations> resnet_activations(int depth, int image_size);
+
+// YOLOv8 detection (COCO's 80 classes) at scale n, s, m, l or x, IMAGE_SIZE x IMAGE_SIZE pixels
+// (a multiple of 32): each Conv keeps its input, its conv's output and its BatchNorm's output (SiLU
+// keeps its input); a tensor only concatenated or upsampled is not kept. The last stage is
+// Ultralytics' detection loss (counted from its code, not checked against autograd); the others
+// are checked against tests/integration/yolo_saved_tensors.py. invalid_argument for another
+// scale or size.
+[[nodiscard]] Result<ConvActivations> yolov8_activations(char scale, int image_size);
 
 }  // namespace gpuhost::plan

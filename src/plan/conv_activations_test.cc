@@ -28,6 +28,49 @@ TEST(ResnetActivations, MatchAutogradsSavedTensorsToTheLossScalars) {
   EXPECT_DOUBLE_EQ(fp32_bytes(18, 224), 22'222'252.0 - 12);
 }
 
+// The network's stages without Ultralytics' loss, in fp32 bytes.
+double yolo_fp32_bytes(char scale, int image_size) {
+  auto table = yolov8_activations(scale, image_size);
+  EXPECT_TRUE(table) << table.error().message;
+  double bytes = 0;
+  if (table)
+    for (const auto& stage : table->stages)
+      if (stage.name != "loss") bytes += stage.elements * 4 + stage.fixed_bytes;
+  return bytes;
+}
+
+// tests/integration/yolo_saved_tensors.py (PyTorch 1.13, fp32 on the CPU, one image, the sum of
+// the three outputs as the loss): exact to the byte.
+TEST(YoloActivations, MatchAutogradsSavedTensors) {
+  EXPECT_DOUBLE_EQ(yolo_fp32_bytes('n', 640), 192'503'168.0);
+  EXPECT_DOUBLE_EQ(yolo_fp32_bytes('s', 640), 360'732'928.0);
+  EXPECT_DOUBLE_EQ(yolo_fp32_bytes('m', 640), 647'556'480.0);
+  EXPECT_DOUBLE_EQ(yolo_fp32_bytes('l', 640), 1'005'549'056.0);
+  EXPECT_DOUBLE_EQ(yolo_fp32_bytes('x', 640), 1'255'707'520.0);
+  EXPECT_DOUBLE_EQ(yolo_fp32_bytes('n', 320), 48'157'568.0);
+  EXPECT_DOUBLE_EQ(yolo_fp32_bytes('m', 1280), 2'589'828'480.0);
+  EXPECT_DOUBLE_EQ(yolo_fp32_bytes('x', 96), 28'480'512.0);
+  EXPECT_DOUBLE_EQ(yolo_fp32_bytes('s', 64), 3'686'656.0);
+}
+
+TEST(YoloActivations, ItemisesBackboneNeckHeadAndLossAndRefusesWhatUltralyticsWouldNotBuild) {
+  auto table = yolov8_activations('m', 640);
+  ASSERT_TRUE(table) << table.error().message;
+  ASSERT_EQ(table->stages.size(), 7u);
+  EXPECT_EQ(table->stages[0].name, "backbone P1-P2");
+  EXPECT_EQ(table->stages[0].shape, "96x160x160 out");  // 128 x 0.75 width
+  EXPECT_EQ(table->stages[3].shape, "576x20x20 out");   // 1024 capped at 768, x 0.75
+  EXPECT_EQ(table->stages[6].name, "loss");
+  EXPECT_EQ(table->stages[6].shape, "8400 anchors");  // 80^2 + 40^2 + 20^2
+  EXPECT_NE(table->source.find("yolov8.yaml"), std::string::npos);
+  auto scale = yolov8_activations('q', 640);
+  ASSERT_FALSE(scale);
+  EXPECT_NE(scale.error().message.find("n, s, m, l and x"), std::string::npos);
+  auto size = yolov8_activations('n', 650);
+  ASSERT_FALSE(size);
+  EXPECT_NE(size.error().message.find("multiple of 32"), std::string::npos);
+}
+
 TEST(ResnetActivations, ItemisesTheStemFourStagesAndTheHead) {
   auto table = resnet_activations(50, 224);
   ASSERT_TRUE(table);

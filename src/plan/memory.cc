@@ -206,8 +206,17 @@ void finish(MemoryEstimate& e, const JobSetup& setup) {
 // batch_norm or relu: https://pytorch.org/docs/stable/amp.html#cuda-ops-that-can-autocast-to-float16);
 // the fp16 weight copies each conv keeps are the "weights (mixed)" line; bf16 keeps bf16 maps.
 Result<void> add_layer_table_activations(const ModelSpec& m, const JobSetup& setup, MemoryEstimate& e) {
-  const int input = setup.image_size > 0 ? setup.image_size : m.default_input;
-  auto table = resnet_activations(m.layer_table->depth, input);
+  int input = setup.image_size > 0 ? setup.image_size : m.default_input;
+  const bool yolo = m.layer_table->network == "yolov8";
+  if (yolo && input % 32 != 0) {
+    // Ultralytics' check_imgsz rounds an image size up to a multiple of the largest stride.
+    const int rounded = (input + 31) / 32 * 32;
+    e.notes.push_back("image size " + std::to_string(input) +
+                      " is not a multiple of 32: Ultralytics trains it at " + std::to_string(rounded));
+    input = rounded;
+  }
+  auto table = yolo ? yolov8_activations(m.layer_table->scale, input)
+                    : resnet_activations(m.layer_table->depth, input);
   if (!table) return std::unexpected(table.error());
   const double element = setup.precision == Precision::fp32 ? 4 : 2;
   const char* dtype =
@@ -215,15 +224,23 @@ Result<void> add_layer_table_activations(const ModelSpec& m, const JobSetup& set
   for (const auto& stage : table->stages) {
     const double per_sample = stage.elements * element + stage.fixed_bytes;
     char buf[320];
-    std::snprintf(
-        buf, sizeof buf, "%s: %s values x %g bytes (%s)%s%s per image at %dpx x batch %d",
-        stage.shape.c_str(), num(stage.elements).c_str(), element, dtype, stage.fixed_bytes > 0 ? " + " : "",
-        stage.fixed_bytes > 0 ? (gib(stage.fixed_bytes) + " indices and batch statistics").c_str() : "",
-        input, setup.batch);
+    std::snprintf(buf, sizeof buf, "%s: %s values x %g bytes (%s)%s%s per image at %dpx x batch %d",
+                  stage.shape.c_str(), num(stage.elements).c_str(), element, dtype,
+                  stage.fixed_bytes > 0 ? " + " : "",
+                  stage.fixed_bytes > 0 ? (gib(stage.fixed_bytes) + " " + stage.fixed_what).c_str() : "",
+                  input, setup.batch);
     e.items.push_back({"activations", "activations: " + stage.name, per_sample * setup.batch, buf});
   }
   e.notes.push_back("activations of " + m.name + " from its layer table (" + table->source +
-                    "); checked against PyTorch autograd's saved tensors");
+                    "); checked against PyTorch autograd's saved tensors" +
+                    (yolo ? " but for the loss, counted from Ultralytics' v8DetectionLoss" : ""));
+  if (yolo && setup.method != Method::inference) {
+    // Ultralytics' trainer keeps an exponential moving average of the model (ModelEMA in
+    // ultralytics/utils/torch_utils.py, a deep copy in fp32) beside it for the whole run.
+    e.items.push_back(
+        {"weights", "EMA weights (Ultralytics ModelEMA)", 4 * m.params,
+         num(m.params) + " params x 4 bytes: the fp32 moving-average copy Ultralytics' trainer keeps"});
+  }
   return {};
 }
 

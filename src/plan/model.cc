@@ -1,6 +1,7 @@
 #include "plan/model.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "base/json.h"
 #include "base/strings.h"
@@ -182,9 +183,18 @@ Result<ModelCatalog> parse_model_catalog(std::string_view text, const std::strin
         RowReader tr(*t, row.where() + ".layer_table");
         LayerTable table;
         table.network = tr.string("network");
-        table.depth = static_cast<int>(tr.integer("depth"));
-        if (tr.ok() && table.network != "resnet")
-          tr.fail("network", "expected resnet; found \"" + table.network + "\"");
+        if (tr.ok() && table.network == "resnet") {
+          table.depth = static_cast<int>(tr.integer("depth"));
+        } else if (tr.ok() && table.network == "yolov8") {
+          const std::string scale = tr.string("scale");
+          if (tr.ok() &&
+              (scale.size() != 1 || std::string_view("nsmlx").find(scale[0]) == std::string_view::npos))
+            tr.fail("scale", "expected one of n, s, m, l, x; found \"" + scale + "\"");
+          else if (tr.ok())
+            table.scale = scale[0];
+        } else if (tr.ok()) {
+          tr.fail("network", "expected resnet or yolov8; found \"" + table.network + "\"");
+        }
         if (auto done = tr.finish(); !done) row.adopt(done.error());
         m.layer_table = table;
       }

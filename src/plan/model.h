@@ -31,8 +31,9 @@ struct Calibration {
 
 // A layer-by-layer activation model (plan/conv_activations.h) a preset is computed with.
 struct LayerTable {
-  std::string network;  // "resnet"
+  std::string network;  // "resnet" or "yolov8"
   int depth = 0;        // ResNet-50: 50
+  char scale = 0;       // YOLOv8m: 'm'
 };
 
 struct ModelSpec {

@@ -73,6 +73,36 @@ class Plan(GpuhostTestCase):
             # Within 64 bytes: the loss's scalars are not in the table.
             self.assertLess(abs(estimate - saved), 64, "%s at %d px: table %d bytes, autograd %d" % (key, size, estimate, saved))
 
+    def test_yolov8_activations_are_what_autograd_keeps(self):
+        # YOLOv8 built in PyTorch from Ultralytics' model file: the network's stages give autograd's
+        # saved bytes exactly; the loss stage (Ultralytics' own loss) is counted apart.
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "yolo_saved_tensors.py")
+        for scale, size in (("n", 256), ("m", 128), ("x", 64)):
+            proc = subprocess.run([SYSTEM_PYTHON, script, scale, str(size)], capture_output=True, text=True, timeout=300)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            saved = json.loads(proc.stdout)
+            out = self.plan_json(["yolov8" + scale, "--precision", "fp32", "--optimizer", "sgd", "--batch", "1",
+                                  "--image-size", str(size)])
+            self.assertEqual(out["memory"]["basis"], "layer_table")
+            self.assertEqual(out["memory"]["trainable_params"], saved["params"] + 16)  # + DFL's fixed 16 bins
+            stages = [i for i in out["memory"]["items"] if i["id"] == "activations"]
+            self.assertEqual([i["label"] for i in stages], ["activations: " + s for s in
+                                                             ("backbone P1-P2", "backbone P3", "backbone P4",
+                                                              "backbone P5 + SPPF", "neck", "detect head", "loss")])
+            network = sum(i["bytes"] for i in stages[:-1])
+            self.assertEqual(network, saved["bytes"], "yolov8%s at %d px" % (scale, size))
+
+    def test_yolov8m_at_its_default_batch_fits_the_t4_ultralytics_trains_it_on(self):
+        # Ultralytics' Colab tutorial trains at its defaults (batch 16, 640 px, AMP) on a T4.
+        out = self.plan_json(["yolov8m", "--batch", "16", "--gpu", "T4"])
+        self.assertTrue(out["fit"]["fits"], out["fit"])
+        self.assertLess(out["memory"]["total_bytes"], 15 * 2**30)
+        ema = [i for i in out["memory"]["items"] if "EMA" in i["label"]]
+        self.assertEqual(len(ema), 1)
+        big = self.plan_json(["yolov8m", "--image-size", "1280", "--gpu", "T4", "--max-batch"])
+        self.assertGreater(big["fit"]["largest_batch"], 4, big["fit"])
+        self.assertLess(big["fit"]["largest_batch"], 16, big["fit"])
+
     def test_resnet_fit_answers_come_from_the_layer_table(self):
         out = self.plan_json(["resnet-50", "--gpu", "T4", "--max-batch", "--optimizer", "sgd"])
         fit = out["fit"]
