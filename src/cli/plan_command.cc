@@ -46,6 +46,9 @@ Job:
   --offload none|optimizer|all            CPU offload of full fine-tuning's model states (DeepSpeed
                                           offload_optimizer / offload_param, FSDP CPUOffload):
                                           the GPU keeps the 16-bit weights, or only the gathered layer
+  --framework hf|unsloth                  hf (default): transformers/PEFT/TRL and alike, logits
+                                          upcast to fp32 for the loss; unsloth: offloaded gradient
+                                          checkpointing and Cut Cross Entropy (no logits stored)
   --lora-rank R  --lora-targets q,k,v,o|all-linear  --no-double-quant
   --weights bf16|fp32|int8|int4           inference weight format
   --context-gib X  --headroom PCT         (defaults 1.31 GiB measured by HF, 10% assumed)
@@ -81,6 +84,8 @@ Examples:
   # Llama-3-8B LoRA: memory, then the cheapest way to run 40 A100-hours
   gpuhost plan llama-3-8b --method lora --batch 4 --seq 2048 --gradient-checkpointing
   gpuhost plan llama-3-8b --method qlora --gpu-hours 40 --reference-gpu A100
+  # The longest context a QLoRA fine-tune fits on a 24 GB card, with Unsloth
+  gpuhost plan llama-3.1-8b --method qlora --framework unsloth --gpu L4 --max-seq
   # SDXL LoRA (preset with no activation model: model states only, no "fits" answer)
   gpuhost plan sdxl-lora
   # YOLOv8 for a production line: largest batch at 1280 px on a T4, Windows prices
@@ -118,6 +123,7 @@ constexpr FlagSpec k_plan_flags[] = {
     {"--no-flash-attention", false},
     {"--sharding", true},
     {"--offload", true},
+    {"--framework", true},
     {"--gpus", true},
     {"--lora-rank", true},
     {"--lora-targets", true},
@@ -278,6 +284,10 @@ Checked<plan::JobSetup> job_setup(const ParsedArgs& p, const plan::ModelSpec& mo
                       {{"none", Offload::none}, {"optimizer", Offload::optimizer}, {"all", Offload::all}});
   if (!offload) return std::unexpected(offload.error());
   s.offload = *offload;
+  auto framework = choice<Framework>(p, "--framework", Framework::hf,
+                                     {{"hf", Framework::hf}, {"unsloth", Framework::unsloth}});
+  if (!framework) return std::unexpected(framework.error());
+  s.framework = *framework;
   auto weights = choice<WeightFormat>(p, "--weights", WeightFormat::bf16,
                                       {{"bf16", WeightFormat::bf16}, {"fp32", WeightFormat::fp32}, {"int8", WeightFormat::int8}, {"int4", WeightFormat::int4}});
   if (!method) return std::unexpected(method.error());
@@ -438,6 +448,7 @@ int run_plan(CommandContext& context) {
   result["setup"]["flash_attention"] = setup->flash_attention;
   result["setup"]["sharding"] = plan::sharding_name(setup->sharding);
   result["setup"]["offload"] = plan::offload_name(setup->offload);
+  result["setup"]["framework"] = plan::framework_name(setup->framework);
   result["setup"]["gpus"] = setup->gpus;
   result["memory"] = plan::to_json(*estimate);
   if (!common->json) render_estimate(out, *model, *setup, *estimate);

@@ -55,6 +55,14 @@ const char* offload_name(Offload o) {
   return "?";
 }
 
+const char* framework_name(Framework f) {
+  switch (f) {
+    case Framework::hf: return "hf";
+    case Framework::unsloth: return "unsloth";
+  }
+  return "?";
+}
+
 const char* sharding_name(Sharding s) {
   switch (s) {
     case Sharding::none: return "none";
@@ -121,8 +129,21 @@ StateBytes full_state_bytes(Precision p, Optimizer o) {
 // Korthikanti et al. 2022 (arXiv 2205.05198) eq. 1: activations of one transformer layer with
 // 16-bit activations and no parallelism, bytes = s*b*h*(34 + 5*a*s/h). FlashAttention (and
 // selective recomputation) does not keep the s x s scores, leaving 34*s*b*h.
-double layer_activation_bytes(double s, double b, double h, double a, bool keeps_scores) {
-  return s * b * h * (34.0 + (keeps_scores ? 5.0 * a * s / h : 0.0));
+double layer_activation_bytes(double s, double b, double h, double a, bool keeps_scores,
+                              double per_token = 34.0) {
+  return s * b * h * (per_token + (keeps_scores ? 5.0 * a * s / h : 0.0));
+}
+
+// The s*b*h coefficient of one layer. Korthikanti's 34 is 4 (two LayerNorm inputs) + 11
+// (attention: QKV input 2, Q 2, K 2, V 2, projection input 2, dropout mask 1) + 19 (MLP: input
+// 2, the 4h GeLU input 8 and output 8, dropout mask 1). Re-derived term by term the same way for
+// a gated MLP (SwiGLU: input 2; gate, up, the activation and the product, each 2*I/h) and
+// grouped-query attention (K and V kv_heads/heads as wide as Q), without dropout, as Llama-style
+// models train: 4 + (6 + 4*kv_heads/heads) + (2 + 8*I/h). Llama 3 8B: 41.
+double layer_per_token(const ModelSpec& m) {
+  if (!m.gated_mlp || m.heads <= 0 || m.hidden <= 0) return 34.0;
+  const double g = static_cast<double>(m.kv_heads > 0 ? m.kv_heads : m.heads) / m.heads;
+  return 4.0 + (6.0 + 4.0 * g) + (2.0 + 8.0 * m.intermediate / m.hidden);
 }
 
 struct LayerGroup {
@@ -447,40 +468,70 @@ Result<MemoryEstimate> estimate_memory(const ModelSpec& m, const JobSetup& setup
   }
 
   // Activations: Korthikanti et al. 2022 per-layer bytes, times layers.
+  const double per_token = layer_per_token(m);
+  const std::string coefficient = num(per_token);
+  const bool unsloth = setup.framework == Framework::unsloth;
+  const Checkpointing checkpointing = unsloth ? Checkpointing::full : setup.checkpointing;
   double acts = 0;
   std::string how;
-  const bool keeps_scores = !setup.flash_attention && setup.checkpointing != Checkpointing::selective;
+  const bool keeps_scores = !setup.flash_attention && checkpointing != Checkpointing::selective;
+  const std::string layer_term = keeps_scores ? "(" + coefficient + " + 5as/h)" : coefficient;
   for (const auto& g : groups) {
-    const double full_layer = layer_activation_bytes(g.seq, b, h, a, keeps_scores);
-    switch (setup.checkpointing) {
+    const double full_layer = layer_activation_bytes(g.seq, b, h, a, keeps_scores, per_token);
+    switch (checkpointing) {
       case Checkpointing::none:
       case Checkpointing::selective: acts += g.layers * full_layer; break;
-      case Checkpointing::full: acts += g.layers * 2.0 * g.seq * b * h; break;
+      case Checkpointing::full: acts += (unsloth ? 1 : g.layers) * 2.0 * g.seq * b * h; break;
     }
   }
-  if (setup.checkpointing == Checkpointing::full) {
+  if (checkpointing == Checkpointing::full) {
     double recompute = 0;
-    for (const auto& g : groups) recompute = std::max(recompute, layer_activation_bytes(g.seq, b, h, a, keeps_scores));
+    for (const auto& g : groups)
+      recompute = std::max(recompute, layer_activation_bytes(g.seq, b, h, a, keeps_scores, per_token));
     acts += recompute;
-    how = "full checkpointing: layers x 2*s*b*h (saved layer inputs) + one layer recomputed, s*b*h*" +
-          std::string(keeps_scores ? "(34 + 5as/h)" : "34");
+    how =
+        unsloth
+            ? "Unsloth's offloaded checkpointing: the saved layer inputs go to CPU memory, the GPU holds one "
+              "in transit, 2*s*b*h, + one layer recomputed, s*b*h*" +
+                  layer_term
+            : "full checkpointing: layers x 2*s*b*h (saved layer inputs) + one layer recomputed, s*b*h*" +
+                  layer_term;
   } else {
-    how = std::string("layers x s*b*h*") + (keeps_scores ? "(34 + 5as/h)" : "34") +
-          (keeps_scores ? "" : setup.flash_attention ? " (FlashAttention keeps no s x s scores)" : " (selective recomputation)");
+    how = "layers x s*b*h*" + layer_term +
+          (keeps_scores            ? ""
+           : setup.flash_attention ? " (FlashAttention keeps no s x s scores)"
+                                   : " (selective recomputation)");
   }
   how += " with s=" + std::to_string(seq) + " b=" + num(b) + " h=" + num(h) + " a=" + num(a) +
-         (enc_dec ? ", encoder s=" + std::to_string(m.encoder_seq) : std::string()) + " (Korthikanti et al. 2022, arXiv 2205.05198)";
+         (enc_dec ? ", encoder s=" + std::to_string(m.encoder_seq) : std::string()) +
+         " (Korthikanti et al. 2022, arXiv 2205.05198";
+  how += per_token == 34.0 ? ")"
+                           : "; " + coefficient + " re-derived for a gated MLP and grouped-query attention)";
   if (fp32_acts) {
     acts *= 2;
     how += "; x 2 for fp32 activations";
   }
   e.items.push_back({"activations", "activations", acts, how});
-  const double logit_bytes = fp32_acts ? 8 : 6;
-  e.items.push_back({"logits", "logits and loss", b * seq * v * logit_bytes,
-                     "batch x " + std::to_string(seq) + " tokens x vocab " + num(v) + " x " + num(logit_bytes) +
-                         (fp32_acts ? " bytes (fp32 logits + their gradient)" : " bytes (16-bit logits + fp32 copy for the loss)")});
-  if (!m.gated_mlp || m.kv_heads != m.heads || m.intermediate != 4 * m.hidden)
-    e.notes.push_back("the 34*s*b*h activation term is derived for multi-head attention with a 4h MLP; grouped-query attention and SwiGLU shift it by a few percent");
+  if (unsloth) {
+    // Unsloth computes the loss with Apple's Cut Cross Entropy (unsloth.ai/blog/llama3-3), which
+    // works from the hidden states block by block and never stores the logits.
+    e.items.push_back({"logits", "logits and loss", 0,
+                       "Cut Cross Entropy: the logits are never materialised (Unsloth with Apple's CCE)"});
+  } else {
+    // transformers upcasts the logits to fp32 for the loss (loss_utils.py ForCausalLMLoss,
+    // logits.float()); cross_entropy is log_softmax + nll_loss and log_softmax keeps its fp32
+    // output; the backward pass adds the log-probabilities' gradient and the logits' fp32
+    // gradient: 12 bytes per token and vocabulary entry at its peak.
+    e.items.push_back(
+        {"logits", "logits and loss", b * seq * v * 12,
+         "batch x " + std::to_string(seq) + " tokens x vocab " + num(v) +
+             " x 12 bytes (fp32 log-probabilities kept for the backward pass + their gradient + the "
+             "logits' fp32 gradient; transformers upcasts logits for the loss)"});
+  }
+  if (!m.gated_mlp && (m.kv_heads != m.heads || m.intermediate != 4 * m.hidden))
+    e.notes.push_back(
+        "the 34*s*b*h activation term is derived for multi-head attention with a 4h MLP; grouped-query "
+        "attention or another MLP width shift it");
   if (setup.grad_accum > 1)
     e.notes.push_back("gradient accumulation " + std::to_string(setup.grad_accum) + ": effective batch " +
                       std::to_string(setup.batch * setup.grad_accum * setup.gpus) + ", peak memory unchanged");

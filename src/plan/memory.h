@@ -25,9 +25,15 @@ enum class WeightFormat { fp32, bf16, int8, int4 };
 // optimizer: the optimizer states and the gradients live on the CPU (ZeRO-Offload); all: the
 // parameters too (ZeRO-3 offload_param, FSDP offload_params).
 enum class Offload { none, optimizer, all };
+// The training stack, where its documented memory behaviour differs from the formulas' default
+// (Hugging Face transformers/PEFT/TRL, and what trains like it: Lightning, plain PyTorch).
+// unsloth: offloaded gradient checkpointing (layer inputs in CPU memory) and Cut Cross Entropy
+// (no logits stored), unsloth.ai/blog/llama3-3. DeepSpeed and FSDP are --sharding / --offload.
+enum class Framework { hf, unsloth };
 
 [[nodiscard]] const char* method_name(Method m);
 [[nodiscard]] const char* offload_name(Offload o);
+[[nodiscard]] const char* framework_name(Framework f);
 [[nodiscard]] const char* precision_name(Precision p);
 [[nodiscard]] const char* optimizer_name(Optimizer o);
 [[nodiscard]] const char* checkpointing_name(Checkpointing c);
@@ -52,6 +58,7 @@ struct JobSetup {
   bool flash_attention = true;
   Sharding sharding = Sharding::none;
   Offload offload = Offload::none;  // needs sharding; all needs zero3 (fsdp); full fine-tuning only
+  Framework framework = Framework::hf;
   int gpus = 1;  // data-parallel GPUs the job is spread over
   int lora_rank = 16;
   std::vector<std::string> lora_targets = {"q", "k", "v", "o"};  // q k v o gate up down

@@ -107,8 +107,8 @@ TEST(Memory, ActivationsFollowKorthikantiEquationOne) {
   s.checkpointing = Checkpointing::full;
   e = estimate_memory(m, s);
   EXPECT_DOUBLE_EQ(e->item_bytes("activations"), 4'194'304.0 + 35'651'584.0);
-  // Logits: b x s x V x 6 bytes = 2 x 512 x 1000 x 6.
-  EXPECT_DOUBLE_EQ(e->item_bytes("logits"), 6'144'000.0);
+  // Logits at the loss's backward: b x s x V x 12 bytes = 2 x 512 x 1000 x 12.
+  EXPECT_DOUBLE_EQ(e->item_bytes("logits"), 12'288'000.0);
 }
 
 TEST(Memory, GradientAccumulationDoesNotChangePeakMemory) {

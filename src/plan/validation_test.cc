@@ -186,6 +186,48 @@ TEST(Validation, ModelStatesAgainstDeepSpeedsEstimator) {
   }
 }
 
+// The longest context that fits, as Unsloth published it for Llama 3.1 8B, 4-bit QLoRA on all
+// linear layers, rank 32, batch 1, with Unsloth (offloaded checkpointing + Apple's Cut Cross
+// Entropy) and with Hugging Face + FlashAttention 2 (gradient checkpointing): the estimate at each
+// published length against the card's memory (read as GiB). Within 25 %.
+TEST(Validation, LongestContextAgainstUnslothsTable) {
+  const char* source =
+      "unsloth.ai/blog/llama3-3 (Llama 3.1 8B max. context length; also the unslothai/unsloth README)";
+  auto catalog = builtin_model_catalog();
+  ASSERT_TRUE(catalog) << catalog.error().message;
+  auto model = catalog->find("llama-3.1-8b");
+  ASSERT_TRUE(model) << model.error().message;
+  struct Row {
+    Framework framework;
+    int context;
+    double vram_gb;
+  };
+  const Row rows[] = {
+      {Framework::unsloth, 2'972, 8},    {Framework::unsloth, 21'848, 12},  {Framework::unsloth, 40'724, 16},
+      {Framework::unsloth, 78'475, 24},  {Framework::unsloth, 153'977, 40}, {Framework::unsloth, 191'728, 48},
+      {Framework::unsloth, 342'733, 80}, {Framework::hf, 932, 12},          {Framework::hf, 2'551, 16},
+      {Framework::hf, 5'789, 24},        {Framework::hf, 12'264, 40},       {Framework::hf, 15'502, 48},
+      {Framework::hf, 28'454, 80},
+  };
+  std::printf("\n%-40s %10s %10s %8s\n", "Llama 3.1 8B QLoRA r32, longest context", "card", "estimate",
+              "error");
+  for (const Row& row : rows) {
+    JobSetup s = setup(Method::qlora, Precision::mixed, 1, row.context, Checkpointing::full);
+    s.framework = row.framework;
+    s.lora_rank = 32;
+    s.lora_targets = {"q", "k", "v", "o", "gate", "up", "down"};
+    auto e = estimate_memory(**model, s);
+    ASSERT_TRUE(e) << e.error().message;
+    const double gib = e->total_bytes / (1024.0 * 1024 * 1024);
+    const double error = (gib - row.vram_gb) / row.vram_gb;
+    const std::string name =
+        std::string(framework_name(row.framework)) + " at " + std::to_string(row.context) + " tokens";
+    std::printf("%-40s %8.0fGB %8.2fGB %+7.1f%%   source: %s\n", name.c_str(), row.vram_gb, gib, error * 100,
+                source);
+    EXPECT_LT(std::abs(error), 0.25) << name;
+  }
+}
+
 TEST(Validation, OffloadIsRefusedWhereDeepSpeedCannotDoIt) {
   JobSetup s = setup(Method::full, Precision::mixed, 1, 64, Checkpointing::none);
   s.offload = Offload::optimizer;
