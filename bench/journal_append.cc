@@ -51,7 +51,7 @@ const char* type_for(int i) {
 void run(const std::filesystem::path& dir, int count, int block, bool refold) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  auto journal = supervise::Journal::open(dir / "journal.jsonl");
+  auto journal = job::Journal::open(dir / "journal.jsonl");
   if (!journal) {
     std::fprintf(stderr, "%s\n", journal.error().message.c_str());
     std::exit(1);
@@ -64,7 +64,7 @@ void run(const std::filesystem::path& dir, int count, int block, bool refold) {
     for (int i = start; i < start + block && i < count; ++i) {
       recorder.record(type_for(i), fields_for(i));
       if (refold) {
-        supervise::JobState state = supervise::fold_journal(recorder.contents().records);
+        job::JobState state = job::fold_journal(recorder.contents().records);
         if (state.checkpoints.size() > static_cast<std::size_t>(count)) std::abort();  // keep it
       }
     }

@@ -15,10 +15,10 @@
 #include "cli/job_render.h"
 #include "cli/jobs_dir.h"
 #include "gpu/nvml_session.h"
+#include "job/job_state.h"
+#include "job/journal.h"
 #include "platform/files.h"
 #include "supervise/job.h"
-#include "supervise/job_state.h"
-#include "supervise/journal.h"
 
 namespace gpuhost::cli {
 
@@ -61,7 +61,7 @@ constexpr FlagSpec k_advise_flags[] = {{"--jobs-dir", true}, {"--seconds", true}
 
 // The GPUs the job's spec gives its trainer (--gpu, --env CUDA_VISIBLE_DEVICES); empty (every
 // GPU) when it gives none: what the trainer inherited is not written down.
-std::vector<std::string> job_visible_devices(const supervise::JobPaths& paths) {
+std::vector<std::string> job_visible_devices(const job::JobPaths& paths) {
   auto text = platform::read_file(paths.spec());
   if (!text) return {};
   auto spec = supervise::job_spec_from_json(*text);
@@ -152,15 +152,15 @@ int run_advise(CommandContext& context) {
 
   const std::string name = parsed->positionals.front();
   const std::filesystem::path root = jobs_root_from(*parsed);
-  const auto paths = supervise::job_paths(root, name);
-  auto journal = supervise::read_journal(paths.journal());
+  const auto paths = job::job_paths(root, name);
+  auto journal = job::read_journal(paths.journal());
   if (!journal) {
     if (journal.error().code != ErrorCode::not_found)
       return report_error(context.err, journal.error().message, "", k_exit_error);
     return report_error(context.err, "no job '" + name + "' in " + root.string(), "gpuhost jobs lists them",
                         k_exit_usage);
   }
-  const auto state = supervise::fold_journal(journal->records);
+  const auto state = job::fold_journal(journal->records);
   const std::string phase = shown_phase(state);
   if (phase != "running" || !state.child_pid)
     return report_error(

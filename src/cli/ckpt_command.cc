@@ -9,12 +9,12 @@
 #include "cli/terminal_style.h"
 #include "crypt/cipher_suite.h"
 #include "crypt/encryption_key.h"
+#include "job/journal.h"
 #include "platform/environment.h"
 #include "platform/process.h"
 #include "store/store.h"
 #include "supervise/checkpoint.h"
 #include "supervise/job.h"
-#include "supervise/journal.h"
 #include "supervise/remote_checkpoint.h"
 
 namespace gpuhost::cli {
@@ -158,7 +158,7 @@ int run_ckpt(CommandContext& context) {
   auto job = parsed->value("--job");
   if (!remote || !job)
     return report_error(context.err, "gpuhost ckpt " + action + " needs --remote URL and --job NAME", "", k_exit_usage);
-  if (!supervise::is_valid_job_name(*job))
+  if (!job::is_valid_job_name(*job))
     return report_error(context.err, "--job '" + *job + "' is not a job name", "", k_exit_usage);
 
   Session s;

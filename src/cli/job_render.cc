@@ -11,7 +11,7 @@ namespace gpuhost::cli {
 
 namespace {
 
-using supervise::CheckpointStatus;
+using job::CheckpointStatus;
 
 const char* status_name(CheckpointStatus status) {
   switch (status) {
@@ -27,23 +27,23 @@ std::string pad(std::string text, std::size_t width) {
   return text;
 }
 
-std::string phase_colored(const supervise::JobState& state, const TerminalStyle& style) {
-  const supervise::JobPhase phase = state.phase;
+std::string phase_colored(const job::JobState& state, const TerminalStyle& style) {
+  const job::JobPhase phase = state.phase;
   std::string name = shown_phase(state);
   if (name == "interrupted") return style.yellow(name);
   switch (phase) {
-    case supervise::JobPhase::finished: return style.green(name);
-    case supervise::JobPhase::failed: return style.red(name);
-    case supervise::JobPhase::preempted:
-    case supervise::JobPhase::stopped: return style.yellow(name);
+    case job::JobPhase::finished: return style.green(name);
+    case job::JobPhase::failed: return style.red(name);
+    case job::JobPhase::preempted:
+    case job::JobPhase::stopped: return style.yellow(name);
     default: return style.cyan(name);
   }
 }
 
 }  // namespace
 
-std::string shown_phase(const supervise::JobState& state) {
-  using supervise::JobPhase;
+std::string shown_phase(const job::JobState& state) {
+  using job::JobPhase;
   const bool active = state.phase == JobPhase::running || state.phase == JobPhase::waiting_restart ||
                       state.phase == JobPhase::new_job;
   if (active && state.supervisor_pid) {
@@ -51,11 +51,11 @@ std::string shown_phase(const supervise::JobState& state) {
     auto name = platform::process_name(static_cast<unsigned>(*state.supervisor_pid));
     if (!name || !name->starts_with("gpuhost")) return "interrupted";
   }
-  return supervise::job_phase_name(state.phase);
+  return job::job_phase_name(state.phase);
 }
 
-std::string render_record_line(const supervise::JournalRecord& record, const TerminalStyle& style) {
-  std::string line = supervise::summarize_record(record);
+std::string render_record_line(const job::JournalRecord& record, const TerminalStyle& style) {
+  std::string line = job::summarize_record(record);
   if (line.empty()) return line;
   const std::string& type = record.type;
   if (type == "notice" || type == "save_timed_out" || type == "disk_low" || type == "watcher_trouble" ||
@@ -70,7 +70,7 @@ std::string render_record_line(const supervise::JournalRecord& record, const Ter
 
 namespace {
 
-json::Value advice_json(const supervise::JobAdvice& advice) {
+json::Value advice_json(const job::JobAdvice& advice) {
   json::Value doc = json::Value::object();
   doc["time"] = advice.time;
   doc["step_seconds"] = advice.step_seconds ? json::Value(*advice.step_seconds) : json::Value();
@@ -98,7 +98,7 @@ json::Value advice_json(const supervise::JobAdvice& advice) {
 }
 
 // The advisor's newest judgement: each finding with its fix, and the step time.
-void render_advice(std::ostream& out, const supervise::JobAdvice& advice, const TerminalStyle& style) {
+void render_advice(std::ostream& out, const job::JobAdvice& advice, const TerminalStyle& style) {
   out << "\n" << style.bold("Advice") << "  " << style.dim(advice.time) << "\n";
   if (advice.findings.empty())
     out << "  " << style.green("no finding") << ": nothing seen holds the job back\n";
@@ -131,7 +131,7 @@ void render_advice(std::ostream& out, const supervise::JobAdvice& advice, const 
 
 }  // namespace
 
-json::Value job_status_json(const supervise::JobState& state) {
+json::Value job_status_json(const job::JobState& state) {
   json::Value doc = json::Value::object();
   doc["phase"] = shown_phase(state);
   doc["supervisor_runs"] = state.supervisor_runs;
@@ -172,7 +172,7 @@ json::Value job_status_json(const supervise::JobState& state) {
     checkpoints.push_back(std::move(item));
   }
   doc["checkpoints"] = std::move(checkpoints);
-  auto candidates = supervise::resume_candidates(state);
+  auto candidates = job::resume_candidates(state);
   doc["resume_from"] = candidates.empty() ? json::Value() : json::Value(candidates.front()->id);
   json::Value events = json::Value::array();
   for (const auto& e : state.events) {
@@ -232,8 +232,8 @@ void render_job_list(std::ostream& out, const std::vector<JobSummary>& jobs, con
 }
 
 void render_job_status(std::ostream& out, const std::string& name, const std::filesystem::path& dir,
-                       const supervise::JobState& state, const supervise::JournalDamage& damage,
-                       std::size_t max_events, const TerminalStyle& style) {
+                       const job::JobState& state, const job::JournalDamage& damage, std::size_t max_events,
+                       const TerminalStyle& style) {
   out << style.bold(name) << "  " << phase_colored(state, style) << "\n";
   if (shown_phase(state) == "interrupted")
     out << "  " << style.yellow("its supervisor (pid " + std::to_string(*state.supervisor_pid) +
@@ -258,7 +258,7 @@ void render_job_status(std::ostream& out, const std::string& name, const std::fi
       << counted(state.restarts, "crash restart") << ", " << counted(state.preemptions, "preemption") << "\n";
   if (state.last_step) out << "  newest step  " << *state.last_step << "\n";
   if (state.last_exit) out << "  last exit    " << *state.last_exit << "\n";
-  auto candidates = supervise::resume_candidates(state);
+  auto candidates = job::resume_candidates(state);
   out << "  resumes from " << (candidates.empty() ? std::string("nothing yet (starts fresh)") : candidates.front()->id + "  " + candidates.front()->path)
       << "\n";
   if (damage.torn_tail_bytes > 0)

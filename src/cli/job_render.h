@@ -8,8 +8,8 @@
 
 #include "base/json.h"
 #include "cli/terminal_style.h"
-#include "supervise/job_state.h"
-#include "supervise/journal.h"
+#include "job/job_state.h"
+#include "job/journal.h"
 
 namespace gpuhost::cli {
 
@@ -18,25 +18,25 @@ namespace gpuhost::cli {
 
 struct JobSummary {
   std::string name;
-  supervise::JobState state;
+  job::JobState state;
 };
 
 // The console line for a journal record as it is appended, coloured by what it means (notices
 // yellow, commits green, bad checkpoints red); empty for records not worth a line.
-[[nodiscard]] std::string render_record_line(const supervise::JournalRecord& record, const TerminalStyle& style);
+[[nodiscard]] std::string render_record_line(const job::JournalRecord& record, const TerminalStyle& style);
 
 // The job's phase as `jobs` and `status` show it: the journal's, except "interrupted" for a job
 // whose last supervisor left no supervisor_stopped record and no longer runs (SIGKILL, a host
 // that went down): the journal alone would say "running" forever.
-[[nodiscard]] std::string shown_phase(const supervise::JobState& state);
+[[nodiscard]] std::string shown_phase(const job::JobState& state);
 
-[[nodiscard]] json::Value job_status_json(const supervise::JobState& state);
+[[nodiscard]] json::Value job_status_json(const job::JobState& state);
 
 void render_job_list(std::ostream& out, const std::vector<JobSummary>& jobs, const TerminalStyle& style,
                      const std::filesystem::path& root);
 
 void render_job_status(std::ostream& out, const std::string& name, const std::filesystem::path& dir,
-                       const supervise::JobState& state, const supervise::JournalDamage& damage,
-                       std::size_t max_events, const TerminalStyle& style);
+                       const job::JobState& state, const job::JournalDamage& damage, std::size_t max_events,
+                       const TerminalStyle& style);
 
 }  // namespace gpuhost::cli

@@ -7,11 +7,11 @@
 #include "cli/exit_codes.h"
 #include "cli/job_render.h"
 #include "cli/jobs_dir.h"
+#include "job/job_state.h"
+#include "job/journal.h"
 #include "platform/file_lock.h"
 #include "platform/files.h"
 #include "supervise/job.h"
-#include "supervise/job_state.h"
-#include "supervise/journal.h"
 
 namespace gpuhost::cli {
 
@@ -71,16 +71,17 @@ constexpr FlagSpec k_status_flags[] = {{"--jobs-dir", true}, {"--events", true},
 
 // Pins a checkpoint: straight into the journal when no supervisor holds the job, otherwise as a
 // request file the running supervisor journals on its next scan (one writer per journal).
-int pin_checkpoint(CommandContext& context, const supervise::JobPaths& paths, const supervise::JobState& state,
+int pin_checkpoint(CommandContext& context, const job::JobPaths& paths, const job::JobState& state,
                    const std::string& id) {
   bool known = false;
-  for (const auto& c : state.checkpoints) known = known || (c.id == id && c.status == supervise::CheckpointStatus::committed);
+  for (const auto& c : state.checkpoints)
+    known = known || (c.id == id && c.status == job::CheckpointStatus::committed);
   if (!known)
     return report_error(context.err, "no committed checkpoint '" + id + "' in this job",
                         "gpuhost status JOB lists the ids (ck-N)", k_exit_usage);
   auto lock = platform::FileLock::try_lock(paths.lock());
   if (lock) {
-    auto journal = supervise::Journal::open(paths.journal());
+    auto journal = job::Journal::open(paths.journal());
     if (!journal) return report_error(context.err, journal.error().message, "", k_exit_error);
     json::Value fields = json::Value::object();
     fields["id"] = id;
@@ -118,14 +119,14 @@ int run_jobs(CommandContext& context) {
   if (std::error_code ec; parsed->value("--jobs-dir") && !std::filesystem::is_directory(root, ec))
     return report_error(context.err, "--jobs-dir " + root.string() + ": no such folder",
                         "check the path; without --jobs-dir the jobs of this user are listed", k_exit_error);
-  auto names = supervise::list_jobs(root);
+  auto names = job::list_jobs(root);
   if (!names) return report_error(context.err, names.error().message, "", k_exit_error);
 
   std::vector<JobSummary> jobs;
   for (const auto& name : *names) {
-    auto journal = supervise::read_journal(supervise::job_paths(root, name).journal());
+    auto journal = job::read_journal(job::job_paths(root, name).journal());
     if (!journal) continue;  // a directory without a journal is not a job
-    jobs.push_back(JobSummary{name, supervise::fold_journal(journal->records)});
+    jobs.push_back(JobSummary{name, job::fold_journal(journal->records)});
   }
   if (common->json) {
     json::Value list = json::Value::array();
@@ -166,12 +167,12 @@ int run_status(CommandContext& context) {
     name = parsed->positionals.front();
   } else {
     // The job the user most likely means: the only one, else the one that changed last.
-    auto names = supervise::list_jobs(root);
+    auto names = job::list_jobs(root);
     std::optional<std::filesystem::file_time_type> newest;
     std::size_t count = 0;
     for (const auto& each : names ? *names : std::vector<std::string>{}) {
       std::error_code ec;
-      const auto changed = std::filesystem::last_write_time(supervise::job_paths(root, each).journal(), ec);
+      const auto changed = std::filesystem::last_write_time(job::job_paths(root, each).journal(), ec);
       if (ec) continue;  // a directory without a journal is not a job
       ++count;
       if (!newest || changed > *newest) {
@@ -184,17 +185,17 @@ int run_status(CommandContext& context) {
                           "start one with: gpuhost run --checkpoints DIR -- COMMAND (or pass --jobs-dir)", k_exit_usage);
     if (count > 1) context.err << "gpuhost status: " << name << ", the newest of " << count << " jobs (gpuhost jobs lists them)\n";
   }
-  const auto paths = supervise::job_paths(root, name);
-  auto journal = supervise::read_journal(paths.journal());
+  const auto paths = job::job_paths(root, name);
+  auto journal = job::read_journal(paths.journal());
   if (!journal) {
     if (journal.error().code != ErrorCode::not_found) return report_error(context.err, journal.error().message, "", k_exit_error);
     std::string hint = "gpuhost jobs lists the jobs in " + root.string();
-    if (auto names = supervise::list_jobs(root)) {
+    if (auto names = job::list_jobs(root)) {
       if (auto close = closest_match(name, *names)) hint = "did you mean '" + *close + "'?";
     }
     return report_error(context.err, "no job '" + name + "' in " + root.string(), hint, k_exit_usage);
   }
-  auto state = supervise::fold_journal(journal->records);
+  auto state = job::fold_journal(journal->records);
   if (auto id = parsed->value("--pin")) return pin_checkpoint(context, paths, state, *id);
 
   if (common->json) {

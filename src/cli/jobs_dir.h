@@ -8,10 +8,10 @@
 namespace gpuhost::cli {
 
 // The jobs folder a command works on: --jobs-dir when given, else this user's default
-// (supervise::jobs_root). One place, so every command that takes --jobs-dir agrees.
+// (job::jobs_root). One place, so every command that takes --jobs-dir agrees.
 [[nodiscard]] inline std::filesystem::path jobs_root_from(const ParsedArgs& parsed) {
   if (auto dir = parsed.value("--jobs-dir")) return std::filesystem::path(*dir);
-  return supervise::jobs_root();
+  return job::jobs_root();
 }
 
 }  // namespace gpuhost::cli

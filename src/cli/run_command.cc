@@ -788,7 +788,7 @@ int run_run(CommandContext& context) {
       target.flush();
     };
   }
-  options->supervisor.on_record = [&](const supervise::JournalRecord& record) {
+  options->supervisor.on_record = [&](const job::JournalRecord& record) {
     std::string line = render_record_line(record, style);
     if (line.empty()) return;
     std::lock_guard lock(console);

@@ -165,7 +165,7 @@ int run_top(CommandContext& context) {
     interval = *d;
   }
   std::optional<std::string> job_name = parsed->value("--job");
-  if (job_name && !supervise::is_valid_job_name(*job_name))
+  if (job_name && !job::is_valid_job_name(*job_name))
     return report_error(context.err, "--job '" + *job_name + "' is not a job name",
                         "gpuhost jobs lists the jobs", k_exit_usage);
   const std::filesystem::path root = jobs_root_from(*parsed);

@@ -6,8 +6,8 @@
 #include <system_error>
 
 #include "base/strings.h"
+#include "job/journal.h"
 #include "supervise/job.h"
-#include "supervise/journal.h"
 
 namespace gpuhost::cli {
 namespace {
@@ -37,13 +37,13 @@ bool contains(std::string_view text, std::string_view part) {
 }
 
 std::optional<double> unix_seconds(std::string_view journal_time) {
-  auto t = supervise::parse_journal_time(journal_time);
+  auto t = job::parse_journal_time(journal_time);
   if (!t) return std::nullopt;
   return std::chrono::duration<double>(t->time_since_epoch()).count();
 }
 
-bool is_running(supervise::JobPhase phase) {
-  return phase == supervise::JobPhase::running || phase == supervise::JobPhase::waiting_restart;
+bool is_running(job::JobPhase phase) {
+  return phase == job::JobPhase::running || phase == job::JobPhase::waiting_restart;
 }
 
 }  // namespace
@@ -99,7 +99,7 @@ Result<void> JobWatcher::choose(double now) {
   }
   if (m_chosen_at >= 0 && now - m_chosen_at < k_rechoose_seconds) return {};
   m_chosen_at = now;
-  auto names = supervise::list_jobs(m_root);
+  auto names = job::list_jobs(m_root);
   if (!names) return std::unexpected(names.error());
 
   // Newest first by the start of the latest supervisor; running jobs before all others.
@@ -107,9 +107,9 @@ Result<void> JobWatcher::choose(double now) {
   std::string best_started;
   bool best_running = false;
   for (const auto& name : *names) {
-    auto journal = supervise::read_journal(supervise::job_paths(m_root, name).journal());
+    auto journal = job::read_journal(job::job_paths(m_root, name).journal());
     if (!journal || journal->records.empty()) continue;
-    const bool running = is_running(supervise::fold_journal(journal->records).phase);
+    const bool running = is_running(job::fold_journal(journal->records).phase);
     std::string started = journal->records.front().time;
     for (const auto& r : journal->records)
       if (r.type == "supervisor_started") started = r.time;
@@ -132,23 +132,23 @@ Result<void> JobWatcher::choose(double now) {
 }
 
 Result<void> JobWatcher::reload_journal() {
-  const auto path = supervise::job_paths(m_root, m_current).journal();
+  const auto path = job::job_paths(m_root, m_current).journal();
   std::error_code size_error;
   std::error_code time_error;
   const auto size = std::filesystem::file_size(path, size_error);
   const auto mtime = std::filesystem::last_write_time(path, time_error);
   if (!size_error && !time_error && size == m_journal_size && mtime == m_journal_mtime) return {};
-  auto journal = supervise::read_journal(path);
+  auto journal = job::read_journal(path);
   if (!journal) {
     if (journal.error().code == ErrorCode::not_found && m_pinned) {
       std::string message = "no job '" + m_current + "' in " + m_root.string();
-      if (auto names = supervise::list_jobs(m_root))
+      if (auto names = job::list_jobs(m_root))
         if (auto close = closest_match(m_current, *names)) message += " (did you mean '" + *close + "'?)";
       return make_error(ErrorCode::invalid_argument, message);
     }
     return std::unexpected(journal.error());
   }
-  m_state = supervise::fold_journal(journal->records);
+  m_state = job::fold_journal(journal->records);
   m_journal_size = size_error ? 0 : size;
   m_journal_mtime = time_error ? std::filesystem::file_time_type{} : mtime;
   return {};
@@ -156,7 +156,7 @@ Result<void> JobWatcher::reload_journal() {
 
 void JobWatcher::read_metrics(JobView& view) {
   if (!m_history) {
-    const auto dir = supervise::job_paths(m_root, m_current).metrics();
+    const auto dir = job::job_paths(m_root, m_current).metrics();
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec)) {
       view.metrics_note = "no training scalars yet";
@@ -206,7 +206,7 @@ Result<std::optional<JobView>> JobWatcher::poll(double now) {
   view.state = m_state;
   view.step = m_state.last_step;
   for (auto it = m_state.checkpoints.rbegin(); it != m_state.checkpoints.rend(); ++it) {
-    if (it->status != supervise::CheckpointStatus::committed) continue;
+    if (it->status != job::CheckpointStatus::committed) continue;
     view.checkpoint = *it;
     if (auto t = unix_seconds(it->committed_at)) view.checkpoint_age_seconds = std::max(0.0, now - *t);
     break;

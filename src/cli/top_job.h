@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "base/error.h"
+#include "job/job_state.h"
 #include "metrics/history.h"
-#include "supervise/job_state.h"
 
 namespace gpuhost::cli {
 
@@ -32,11 +32,11 @@ struct RateReading {
 // What `gpuhost top` shows of one supervised job.
 struct JobView {
   std::string name;
-  supervise::JobState state;
+  job::JobState state;
   std::optional<std::int64_t> step;  // the newest of the journal's and the metric history's
   std::optional<ScalarReading> loss;
   std::optional<RateReading> throughput;
-  std::optional<supervise::CommittedCheckpoint> checkpoint;  // the newest committed one
+  std::optional<job::CommittedCheckpoint> checkpoint;  // the newest committed one
   std::optional<double> checkpoint_age_seconds;
   std::string metrics_note;  // why there is no loss, when there is none ("no training scalars yet")
 };
@@ -82,7 +82,7 @@ class JobWatcher {
   double m_chosen_at = -1;
   std::filesystem::file_time_type m_journal_mtime{};
   std::uintmax_t m_journal_size = 0;
-  supervise::JobState m_state;
+  job::JobState m_state;
   std::unique_ptr<metrics::MetricHistory> m_history;
   std::string m_history_error;
 };

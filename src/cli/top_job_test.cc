@@ -6,9 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include "job/journal.h"
 #include "platform/process.h"
 #include "supervise/job.h"
-#include "supervise/journal.h"
 
 namespace gpuhost::cli {
 namespace {
@@ -88,8 +88,8 @@ class JobWatcherTest : public ::testing::Test {
 
   // A new job's journal with `records` appended ({type, fields}), kept open like a supervisor's.
   void start_job(const std::string& name, const std::vector<std::pair<std::string, json::Value>>& records) {
-    std::filesystem::create_directories(supervise::job_paths(m_root, name).dir);
-    auto journal = supervise::Journal::open(supervise::job_paths(m_root, name).journal());
+    std::filesystem::create_directories(job::job_paths(m_root, name).dir);
+    auto journal = job::Journal::open(job::job_paths(m_root, name).journal());
     ASSERT_TRUE(journal) << journal.error().message;
     for (const auto& [type, fields] : records) {
       auto appended = journal->append(type, fields);
@@ -103,7 +103,7 @@ class JobWatcherTest : public ::testing::Test {
   }
 
   std::filesystem::path m_root;
-  std::vector<supervise::Journal> m_journals;
+  std::vector<job::Journal> m_journals;
 };
 
 TEST_F(JobWatcherTest, NoJobsIsNoJob) {
@@ -128,7 +128,7 @@ TEST_F(JobWatcherTest, ShowsTheNewestRunningJobBeforeAnyFinishedOne) {
   ASSERT_TRUE(job) << job.error().message;
   ASSERT_TRUE(job->has_value());
   EXPECT_EQ((*job)->name, "newer-running");
-  EXPECT_EQ((*job)->state.phase, supervise::JobPhase::running);
+  EXPECT_EQ((*job)->state.phase, job::JobPhase::running);
   EXPECT_EQ((*job)->step, 42);
   EXPECT_FALSE((*job)->loss.has_value());
   EXPECT_FALSE((*job)->metrics_note.empty());
@@ -171,7 +171,7 @@ TEST_F(JobWatcherTest, NamedJobThatDoesNotExistSaysTheClosestName) {
 
 TEST_F(JobWatcherTest, ReadsLossAndStepFromTheJobsMetricHistory) {
   ASSERT_NO_FATAL_FAILURE(start_job("gpt", {{"supervisor_started", json::Value::Object{{"pid", 1}}}}));
-  const auto metrics_dir = supervise::job_paths(m_root, "gpt").metrics();
+  const auto metrics_dir = job::job_paths(m_root, "gpt").metrics();
   auto writer = metrics::MetricHistory::open(metrics_dir, true);
   ASSERT_TRUE(writer) << writer.error().message;
   const double t0 = now() - 10;

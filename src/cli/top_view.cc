@@ -84,13 +84,13 @@ void render_job(const TopFrame& frame, std::vector<std::string>& lines, const Te
     return;
   }
   const JobView& job = *frame.job;
-  std::string phase = supervise::job_phase_name(job.state.phase);
+  std::string phase = job::job_phase_name(job.state.phase);
   switch (job.state.phase) {
-    case supervise::JobPhase::finished: phase = style.green(phase); break;
-    case supervise::JobPhase::failed: phase = style.red(phase); break;
-    case supervise::JobPhase::preempted:
-    case supervise::JobPhase::stopped:
-    case supervise::JobPhase::waiting_restart: phase = style.yellow(phase); break;
+    case job::JobPhase::finished: phase = style.green(phase); break;
+    case job::JobPhase::failed: phase = style.red(phase); break;
+    case job::JobPhase::preempted:
+    case job::JobPhase::stopped:
+    case job::JobPhase::waiting_restart: phase = style.yellow(phase); break;
     default: phase = style.cyan(phase); break;
   }
   std::string head = style.bold("job") + "   " + style.bold(job.name) + "  " + phase;
@@ -243,7 +243,7 @@ json::Value issue_json(const std::optional<gpu::NvmlIssue>& issue) {
 json::Value job_json(const JobView& job) {
   json::Value doc = json::Value::object();
   doc["name"] = job.name;
-  doc["phase"] = supervise::job_phase_name(job.state.phase);
+  doc["phase"] = job::job_phase_name(job.state.phase);
   doc["step"] = job.step ? json::Value(*job.step) : json::Value();
   doc["restarts"] = job.state.restarts;
   doc["preemptions"] = job.state.preemptions;

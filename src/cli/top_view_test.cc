@@ -60,12 +60,12 @@ gpu::GpuSnapshot one_gpu() {
 JobView running_job(double now) {
   JobView job;
   job.name = "llama-lora";
-  job.state.phase = supervise::JobPhase::running;
+  job.state.phase = job::JobPhase::running;
   job.state.restarts = 2;
   job.step = 1234;
   job.loss = ScalarReading{"loss", 0.4321, 1230, now - 3};
   job.throughput = RateReading{"steps/s", 4.5, true};
-  supervise::CommittedCheckpoint c;
+  job::CommittedCheckpoint c;
   c.id = "ck-12";
   c.step = 1200;
   c.size_bytes = 2ull << 30;

@@ -11,9 +11,13 @@ namespace gpuhost::supervise {
 
 namespace fs = std::filesystem;
 
-CheckpointLedger::CheckpointLedger(JobRecorder& recorder, const JobSpec& spec, JobPaths paths, SnapshotPolicy snapshots,
-                                   Hooks hooks)
-    : m_recorder(recorder), m_spec(spec), m_paths(std::move(paths)), m_snapshots(snapshots), m_hooks(std::move(hooks)),
+CheckpointLedger::CheckpointLedger(JobRecorder& recorder, const JobSpec& spec, job::JobPaths paths,
+                                   SnapshotPolicy snapshots, Hooks hooks)
+    : m_recorder(recorder),
+      m_spec(spec),
+      m_paths(std::move(paths)),
+      m_snapshots(snapshots),
+      m_hooks(std::move(hooks)),
       m_scanner(ScannerOptions{spec.checkpoint_location, spec.settle, spec.marker, spec.ignore}) {}
 
 void CheckpointLedger::prime() {
@@ -23,7 +27,7 @@ void CheckpointLedger::prime() {
     auto verdict = validate_checkpoint(path, ValidationDepth::structure);
     if (!verdict || !verdict->valid) continue;
     if (verdict->size_bytes != static_cast<std::uint64_t>(record.fields.get_int("size_bytes", -1))) continue;
-    if (journal_time(verdict->modified) != record.fields.get_string("modified")) continue;
+    if (job::journal_time(verdict->modified) != record.fields.get_string("modified")) continue;
     verdict->content_hash = record.fields.get_string("content_hash");  // structure depth has none
     m_scanner.mark_seen(path, *verdict);
   }
@@ -32,7 +36,7 @@ void CheckpointLedger::prime() {
 void CheckpointLedger::ignore_present() {
   m_scanner.ignore_present();
   std::vector<std::string> ids;
-  for (const CommittedCheckpoint* c : resume_candidates(m_recorder.state())) ids.push_back(c->id);
+  for (const job::CommittedCheckpoint* c : job::resume_candidates(m_recorder.state())) ids.push_back(c->id);
   for (const std::string& id : ids) {
     json::Value fields = json::Value::object();
     fields["id"] = id;
@@ -42,7 +46,7 @@ void CheckpointLedger::ignore_present() {
 }
 
 void CheckpointLedger::announce_present() {
-  auto live = resume_candidates(m_recorder.state());
+  auto live = job::resume_candidates(m_recorder.state());
   if (live.empty()) return;
   json::Value fields = json::Value::object();
   fields["count"] = live.size();
@@ -113,7 +117,7 @@ void CheckpointLedger::commit(const CheckpointVerdict& verdict) {
   }
   for (const auto& existing : m_recorder.state().checkpoints)
     if (existing.path == path && existing.content_hash == verdict.content_hash &&
-        existing.status != CheckpointStatus::retired)
+        existing.status != job::CheckpointStatus::retired)
       return;  // already committed (an earlier supervisor did, or the file was touched)
 
   std::string snapshot;
@@ -134,14 +138,15 @@ void CheckpointLedger::commit(const CheckpointVerdict& verdict) {
   fields["size_bytes"] = verdict.size_bytes;
   fields["content_hash"] = verdict.content_hash;
   fields["step"] = verdict.step ? json::Value(*verdict.step) : json::Value();
-  fields["modified"] = journal_time(verdict.modified);
+  fields["modified"] = job::journal_time(verdict.modified);
   if (!m_recorder.record("checkpoint_committed", std::move(fields))) {
     // Not durable, so not committed: forget it so the next scan tries again.
     m_scanner.forget(verdict.path);
     return;
   }
   if (m_hooks.on_committed) {
-    const CommittedCheckpoint committed = m_recorder.state().checkpoints.back();  // a copy: hooks record too
+    const job::CommittedCheckpoint committed =
+        m_recorder.state().checkpoints.back();  // a copy: hooks record too
     m_hooks.on_committed(committed, verdict.modified);
   }
 }
@@ -154,7 +159,7 @@ void CheckpointLedger::pick_up_pins() {
     std::string id = entry.path().filename().string();
     const auto& checkpoints = m_recorder.state().checkpoints;
     bool known = std::any_of(checkpoints.begin(), checkpoints.end(),
-                             [&](const CommittedCheckpoint& c) { return c.id == id && !c.pinned; });
+                             [&](const job::CommittedCheckpoint& c) { return c.id == id && !c.pinned; });
     if (known) {
       json::Value fields = json::Value::object();
       fields["id"] = id;
@@ -170,11 +175,11 @@ void CheckpointLedger::pick_up_pins() {
 void CheckpointLedger::apply_retention() {
   pick_up_pins();
   if (m_spec.keep <= 0) return;
-  std::vector<const CommittedCheckpoint*> live;
+  std::vector<const job::CommittedCheckpoint*> live;
   for (const auto& c : m_recorder.state().checkpoints)
-    if (c.status == CheckpointStatus::committed && !c.pinned) live.push_back(&c);
+    if (c.status == job::CheckpointStatus::committed && !c.pinned) live.push_back(&c);
   if (live.size() <= static_cast<std::size_t>(m_spec.keep)) return;
-  std::vector<CommittedCheckpoint> doomed;
+  std::vector<job::CommittedCheckpoint> doomed;
   for (std::size_t i = 0; i + static_cast<std::size_t>(m_spec.keep) < live.size(); ++i) doomed.push_back(*live[i]);
 
   std::error_code ec;
@@ -186,7 +191,7 @@ void CheckpointLedger::apply_retention() {
     // A file rewritten in place (last.pt) is still the trainer's newest: only its snapshot goes.
     const auto& checkpoints = m_recorder.state().checkpoints;
     bool shared_path = std::any_of(checkpoints.begin(), checkpoints.end(), [&](const auto& other) {
-      return other.id != c.id && other.path == c.path && other.status == CheckpointStatus::committed &&
+      return other.id != c.id && other.path == c.path && other.status == job::CheckpointStatus::committed &&
              std::none_of(doomed.begin(), doomed.end(), [&](const auto& d) { return d.id == other.id; });
     });
     if (inside && !shared_path) {
@@ -206,12 +211,13 @@ void CheckpointLedger::apply_retention() {
   }
 }
 
-ResumePoint CheckpointLedger::choose_resume_point(const std::function<bool(const CommittedCheckpoint&)>& eligible) {
+ResumePoint CheckpointLedger::choose_resume_point(
+    const std::function<bool(const job::CommittedCheckpoint&)>& eligible) {
   for (;;) {
-    auto candidates = resume_candidates(m_recorder.state());
-    if (eligible) std::erase_if(candidates, [&](const CommittedCheckpoint* c) { return !eligible(*c); });
+    auto candidates = job::resume_candidates(m_recorder.state());
+    if (eligible) std::erase_if(candidates, [&](const job::CommittedCheckpoint* c) { return !eligible(*c); });
     if (candidates.empty()) return {};
-    const CommittedCheckpoint c = *candidates.front();
+    const job::CommittedCheckpoint c = *candidates.front();
     std::string problem;
     for (const std::string& path : {c.path, c.snapshot}) {
       if (path.empty()) continue;

@@ -34,12 +34,14 @@ class CheckpointLedger {
   struct Hooks {
     // A checkpoint was committed (the record is durable); `written` is when its newest byte was
     // written. Called before retention runs.
-    std::function<void(const CommittedCheckpoint&, std::chrono::system_clock::time_point written)> on_committed;
+    std::function<void(const job::CommittedCheckpoint&, std::chrono::system_clock::time_point written)>
+        on_committed;
     // Retention retired a checkpoint (its files are gone): e.g. remove its remote copy.
-    std::function<void(const CommittedCheckpoint&)> on_retired;
+    std::function<void(const job::CommittedCheckpoint&)> on_retired;
   };
 
-  CheckpointLedger(JobRecorder& recorder, const JobSpec& spec, JobPaths paths, SnapshotPolicy snapshots, Hooks hooks);
+  CheckpointLedger(JobRecorder& recorder, const JobSpec& spec, job::JobPaths paths, SnapshotPolicy snapshots,
+                   Hooks hooks);
 
   // Checkpoints committed by an earlier supervisor that are unchanged on disk are not hashed
   // again: call once before the first scan.
@@ -61,7 +63,8 @@ class CheckpointLedger {
   // The newest committed checkpoint whose bytes still hash to what was committed; each one that
   // fails is marked bad (with the reason) and never offered again. Empty: start fresh.
   // `eligible`, when given, limits the choice (a multi-node job resumes the step every node has).
-  [[nodiscard]] ResumePoint choose_resume_point(const std::function<bool(const CommittedCheckpoint&)>& eligible = {});
+  [[nodiscard]] ResumePoint choose_resume_point(
+      const std::function<bool(const job::CommittedCheckpoint&)>& eligible = {});
 
  private:
   void commit(const CheckpointVerdict& verdict);
@@ -70,7 +73,7 @@ class CheckpointLedger {
 
   JobRecorder& m_recorder;
   const JobSpec& m_spec;
-  JobPaths m_paths;
+  job::JobPaths m_paths;
   SnapshotPolicy m_snapshots;
   Hooks m_hooks;
   CheckpointScanner m_scanner;

@@ -31,11 +31,6 @@ std::filesystem::path path_from_utf8(std::string_view text) {
   return std::filesystem::path(std::u8string(text.begin(), text.end()));
 }
 
-bool is_name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-         c == '-';
-}
-
 // Folder names that say nothing about the job.
 bool is_generic_folder(std::string_view name) {
   static constexpr std::array<std::string_view, 24> generic = {
@@ -51,11 +46,11 @@ bool is_generic_folder(std::string_view name) {
 // Replaces characters a job name cannot hold, trims separators at the ends, cuts to 64.
 std::string sanitize_name(std::string_view raw) {
   std::string name;
-  for (char c : raw) name += is_name_char(c) ? c : '-';
+  for (char c : raw) name += job::is_job_name_char(c) ? c : '-';
   while (!name.empty() && (name.front() == '.' || name.front() == '-')) name.erase(name.begin());
   if (name.size() > 64) name.resize(64);
   while (!name.empty() && (name.back() == '.' || name.back() == '-')) name.pop_back();
-  if (!is_valid_job_name(name)) return {};
+  if (!job::is_valid_job_name(name)) return {};
   return name;
 }
 
@@ -215,28 +210,13 @@ std::optional<std::string> spec_environment_value(const JobSpec& spec, std::stri
   return value;
 }
 
-bool is_valid_job_name(std::string_view name) {
-  if (name.empty() || name.size() > 64 || name == "." || name == "..") return false;
-  for (char c : name)
-    if (!is_name_char(c)) return false;
-  // Windows opens the device for these whatever the extension ("nul.txt" too).
-  std::string base = to_lower(name.substr(0, name.find('.')));
-  static constexpr std::array<std::string_view, 4> devices = {"con", "prn", "aux", "nul"};
-  for (std::string_view d : devices)
-    if (base == d) return false;
-  if (base.size() == 4 && (base.starts_with("com") || base.starts_with("lpt")) && base[3] >= '0' &&
-      base[3] <= '9')
-    return false;
-  return true;
-}
-
 Result<void> validate_job_spec(const JobSpec& spec) {
   auto invalid = [](std::string message) {
     return make_error(ErrorCode::invalid_argument, std::move(message));
   };
   if (spec.command.empty() || spec.command.front().empty())
     return invalid("checking the job: no command to run (give it after --, or as command in the job file)");
-  if (!is_valid_job_name(spec.name))
+  if (!job::is_valid_job_name(spec.name))
     return invalid("checking the job: \"" + spec.name +
                    "\" is not a usable job name (1 to 64 of A-Z a-z 0-9 . _ -, not a Windows device name)");
   if (spec.checkpoint_location.empty())
@@ -273,14 +253,6 @@ std::string default_job_name(const JobSpec& spec) {
   if (std::string name = name_from_location(spec.checkpoint_location); !name.empty()) return name;
   if (std::string name = name_from_command(spec.command); !name.empty()) return name;
   return "job";
-}
-
-std::filesystem::path jobs_root() {
-  return platform::state_root() / "jobs";
-}
-
-JobPaths job_paths(const std::filesystem::path& root, const std::string& name) {
-  return JobPaths{root / path_from_utf8(name)};
 }
 
 namespace {
@@ -460,23 +432,6 @@ Result<JobSpec> job_spec_from_json(std::string_view text) {
   }
   if (top.error()) return std::unexpected(*top.error());
   return spec;
-}
-
-Result<std::vector<std::string>> list_jobs(const std::filesystem::path& root) {
-  auto entries = platform::list_directory(root);
-  if (!entries) {
-    if (entries.error().code == ErrorCode::not_found) return std::vector<std::string>{};
-    return std::unexpected(with_context(entries.error(), "listing jobs"));
-  }
-  std::vector<std::string> names;
-  for (const auto& entry : *entries) {
-    if (!entry.is_directory || !is_valid_job_name(entry.name)) continue;
-    JobPaths paths = job_paths(root, entry.name);
-    std::error_code ec;
-    if (std::filesystem::exists(paths.journal(), ec) || std::filesystem::exists(paths.spec(), ec))
-      names.push_back(entry.name);
-  }
-  return names;
 }
 
 }  // namespace gpuhost::supervise

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "job/job_paths.h"
 #include "platform/child_process.h"
 #include "supervise/restart_policy.h"
 #include "supervise/resume.h"
@@ -62,10 +63,6 @@ struct JobSpec {
 [[nodiscard]] const char* save_request_name(JobSpec::SaveRequest request);  // "signal", "file", ...
 [[nodiscard]] std::optional<JobSpec::SaveRequest> parse_save_request(std::string_view name);
 
-// True for [A-Za-z0-9._-]{1,64} except "." and "..", and except the names Windows reserves for
-// devices (CON, NUL, COM1 ...; any case), so a job directory can be created on both OSes.
-[[nodiscard]] bool is_valid_job_name(std::string_view name);
-
 // Parses a gpuhost.toml job file (doc/job-file.md) into `spec`, leaving fields the file does not
 // set as they are. Errors: parse_error with file:line:column, invalid_argument for unknown keys
 // (with "did you mean") and out-of-range values.
@@ -86,26 +83,6 @@ struct JobSpec {
 // ending in .py/.sh/...) or `-m module`, else the program. Never empty.
 [[nodiscard]] std::string default_job_name(const JobSpec& spec);
 
-// Where jobs live: $GPUHOST_HOME/jobs if set, else $XDG_STATE_HOME/gpuhost/jobs
-// (~/.local/state/gpuhost/jobs) on Linux, %LOCALAPPDATA%\gpuhost\jobs on Windows. Without
-// HOME / LOCALAPPDATA (and USERPROFILE): .gpuhost/jobs in the current directory.
-[[nodiscard]] std::filesystem::path jobs_root();
-
-// A job's directory and the files in it (doc/journal.md describes the layout).
-struct JobPaths {
-  std::filesystem::path dir;
-  [[nodiscard]] std::filesystem::path journal() const { return dir / "journal.jsonl"; }
-  [[nodiscard]] std::filesystem::path spec() const { return dir / "job.json"; }
-  [[nodiscard]] std::filesystem::path lock() const { return dir / "lock"; }
-  [[nodiscard]] std::filesystem::path logs() const { return dir / "logs"; }
-  [[nodiscard]] std::filesystem::path snapshots() const { return dir / "snapshots"; }
-  [[nodiscard]] std::filesystem::path save_request() const { return dir / "save-request"; }
-  // Training scalars (metrics/history.h) and what the file tailer has consumed.
-  [[nodiscard]] std::filesystem::path metrics() const { return dir / "metrics"; }
-};
-
-[[nodiscard]] JobPaths job_paths(const std::filesystem::path& root, const std::string& name);
-
 // A store URL fit to write down (job.json, the journal): userinfo ("user:password@") is
 // removed, an endpoint= holding one is replaced by REDACTED, as is the value of every s3://
 // parameter other than endpoint, region, style and provider; a #fragment is dropped. URLs
@@ -117,9 +94,5 @@ struct JobPaths {
 // of the encryption only the suite flag and the key file's path are written, never a key.
 [[nodiscard]] std::string job_spec_to_json(const JobSpec& spec);
 [[nodiscard]] Result<JobSpec> job_spec_from_json(std::string_view text);
-
-// Job names under `root`, sorted: folders with a valid name holding a journal or a job.json.
-// A missing root is no jobs, not an error.
-[[nodiscard]] Result<std::vector<std::string>> list_jobs(const std::filesystem::path& root);
 
 }  // namespace gpuhost::supervise

@@ -153,7 +153,7 @@ Result<void> read_job_table(const TableReader& t, const std::filesystem::path& b
       !known)
     return known;
   if (auto name = GPUHOST_TRY(t.string("name"))) {
-    if (!is_valid_job_name(*name))
+    if (!job::is_valid_job_name(*name))
       return std::unexpected(
           t.invalid("name", "\"" + *name + "\" is not a usable job name (1 to 64 of A-Z a-z 0-9 . _ -)"));
     spec.name = *name;

@@ -21,9 +21,13 @@ using SystemClock = std::chrono::system_clock;
 using SteadyClock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-JobMirror::JobMirror(JobRecorder& recorder, const JobSpec& spec, const JobPaths& paths, std::string scope,
-                     std::unique_ptr<Mirror> mirror)
-    : m_recorder(recorder), m_spec(spec), m_paths(paths), m_scope(std::move(scope)), m_mirror(std::move(mirror)) {}
+JobMirror::JobMirror(JobRecorder& recorder, const JobSpec& spec, const job::JobPaths& paths,
+                     std::string scope, std::unique_ptr<Mirror> mirror)
+    : m_recorder(recorder),
+      m_spec(spec),
+      m_paths(paths),
+      m_scope(std::move(scope)),
+      m_mirror(std::move(mirror)) {}
 
 Result<std::vector<std::int64_t>> durable_remote_steps(const JobSpec& spec, const std::string& scope) {
   RemoteSettings settings = GPUHOST_TRY(load_remote_settings(spec));
@@ -35,8 +39,8 @@ Result<std::vector<std::int64_t>> durable_remote_steps(const JobSpec& spec, cons
   return steps;
 }
 
-Result<std::unique_ptr<JobMirror>> JobMirror::start(JobRecorder& recorder, const JobSpec& spec, const JobPaths& paths,
-                                                    std::string scope) {
+Result<std::unique_ptr<JobMirror>> JobMirror::start(JobRecorder& recorder, const JobSpec& spec,
+                                                    const job::JobPaths& paths, std::string scope) {
   MirrorOptions options;
   options.job = scope;
   RemoteSettings settings = GPUHOST_TRY(load_remote_settings(spec));
@@ -57,15 +61,15 @@ Result<std::unique_ptr<JobMirror>> JobMirror::start(JobRecorder& recorder, const
   auto mirror = std::make_unique<Mirror>(std::move(options));
   // Before any upload of ours starts: what a crash left behind and no journal record continues.
   std::set<std::string> keep;
-  for (const PendingUpload& upload : recorder.state().pending_uploads) keep.insert(upload.upload_id);
+  for (const job::PendingUpload& upload : recorder.state().pending_uploads) keep.insert(upload.upload_id);
   mirror->abort_stale_uploads(std::move(keep));
   return std::unique_ptr<JobMirror>(new JobMirror(recorder, spec, paths, std::move(scope), std::move(mirror)));
 }
 
 void JobMirror::restore(std::optional<std::int64_t> exact_step) {
   // A copy: every record() changes the state.
-  std::optional<CommittedCheckpoint> local;
-  if (auto live = resume_candidates(m_recorder.state()); !live.empty()) local = *live.front();
+  std::optional<job::CommittedCheckpoint> local;
+  if (auto live = job::resume_candidates(m_recorder.state()); !live.empty()) local = *live.front();
   auto newer_than_local = [&](const CheckpointManifest& manifest) {
     if (!local) return true;
     if (manifest.step && local->step) return *manifest.step > *local->step;
@@ -95,8 +99,9 @@ void JobMirror::restore(std::optional<std::int64_t> exact_step) {
     }
     const CheckpointManifest& manifest = *entry.manifest;
     if (exact_step ? manifest.step != exact_step : !newer_than_local(manifest)) continue;
-    if (std::any_of(m_recorder.state().checkpoints.begin(), m_recorder.state().checkpoints.end(),
-                    [&](const CommittedCheckpoint& c) { return c.content_hash == manifest.content_hash; }))
+    if (std::any_of(
+            m_recorder.state().checkpoints.begin(), m_recorder.state().checkpoints.end(),
+            [&](const job::CommittedCheckpoint& c) { return c.content_hash == manifest.content_hash; }))
       continue;
     // A single-file location (weights/last.pt) is the file itself; else the name goes inside.
     fs::path destination = location / fs::path(manifest.name);
@@ -127,17 +132,18 @@ void JobMirror::restore(std::optional<std::int64_t> exact_step) {
 
 void JobMirror::resume_pending() {
   std::set<std::string> resumed;
-  for (const PendingUpload& upload : m_recorder.state().pending_uploads) resumed.insert(upload.checkpoint_id);
-  std::vector<CommittedCheckpoint> wanted;  // copies: committed() may append records
-  auto live = resume_candidates(m_recorder.state());
+  for (const job::PendingUpload& upload : m_recorder.state().pending_uploads)
+    resumed.insert(upload.checkpoint_id);
+  std::vector<job::CommittedCheckpoint> wanted;  // copies: committed() may append records
+  auto live = job::resume_candidates(m_recorder.state());
   for (auto it = live.rbegin(); it != live.rend(); ++it)
     if ((*it)->remote_id.empty() && (resumed.contains((*it)->id) || *it == live.front())) wanted.push_back(**it);
-  for (const CommittedCheckpoint& c : wanted)
+  for (const job::CommittedCheckpoint& c : wanted)
     if (!m_queued.contains(c.id)) committed(c);
 }
 
-void JobMirror::committed(const CommittedCheckpoint& c) {
-  for (const RestoredCheckpoint& restored : m_recorder.state().restored) {
+void JobMirror::committed(const job::CommittedCheckpoint& c) {
+  for (const job::RestoredCheckpoint& restored : m_recorder.state().restored) {
     if (restored.content_hash != c.content_hash) continue;
     // These bytes came from the remote: they are durable there already.
     json::Value fields = json::Value::object();
@@ -155,7 +161,7 @@ void JobMirror::committed(const CommittedCheckpoint& c) {
   request.job = m_scope;
   request.remote_id = remote_checkpoint_id(c.step, c.content_hash);
   request.checkpoint_id = c.id;
-  request.source = resume_path(c);
+  request.source = job::resume_path(c);
   fs::path relative = fs::path(c.path).lexically_relative(m_spec.checkpoint_location);
   request.name = relative.empty() || relative.native().starts_with(fs::path("..").native()) || relative == "."
                      ? fs::path(c.path).filename().generic_string()
@@ -165,7 +171,7 @@ void JobMirror::committed(const CommittedCheckpoint& c) {
   request.content_hash = c.content_hash;
   request.staging = m_paths.dir / "mirror" / request.remote_id;
   std::map<std::string, ResumableUpload> resume;
-  for (const PendingUpload& upload : m_recorder.state().pending_uploads) {
+  for (const job::PendingUpload& upload : m_recorder.state().pending_uploads) {
     if (upload.checkpoint_id != c.id) continue;
     ResumableUpload& r = resume[upload.object];
     r.upload_id = upload.upload_id;
@@ -174,9 +180,9 @@ void JobMirror::committed(const CommittedCheckpoint& c) {
   m_mirror->enqueue_upload(std::move(request), std::move(resume));
 }
 
-void JobMirror::retired(const CommittedCheckpoint& c) {
+void JobMirror::retired(const job::CommittedCheckpoint& c) {
   std::vector<std::pair<std::string, std::string>> uploads;
-  for (const PendingUpload& upload : m_recorder.state().pending_uploads)
+  for (const job::PendingUpload& upload : m_recorder.state().pending_uploads)
     if (upload.checkpoint_id == c.id) uploads.emplace_back(upload.object, upload.upload_id);
   m_mirror->retire(c.id, c.remote_id, uploads);
 }
@@ -201,7 +207,7 @@ bool JobMirror::wait(const std::function<bool()>& done, std::optional<SystemCloc
 }
 
 void JobMirror::wait_for_newest(SystemClock::time_point deadline) {
-  auto candidates = resume_candidates(m_recorder.state());
+  auto candidates = job::resume_candidates(m_recorder.state());
   if (!candidates.empty()) {
     const std::string id = candidates.front()->id;
     const auto began = SteadyClock::now();
@@ -231,7 +237,7 @@ JobMirror::Ending JobMirror::stop() {
   pump();
   Ending ending;
   ending.last_error = m_last_error;
-  for (const CommittedCheckpoint* c : resume_candidates(m_recorder.state()))
+  for (const job::CommittedCheckpoint* c : job::resume_candidates(m_recorder.state()))
     if (c->remote_id.empty() && m_queued.contains(c->id)) ending.undurable.push_back(c->id);
   std::reverse(ending.undurable.begin(), ending.undurable.end());  // in commit order
   if (!ending.undurable.empty()) {

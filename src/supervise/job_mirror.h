@@ -26,7 +26,8 @@ class JobMirror {
   // <name>/node-<K> for one node's own folder of a multi-node job (doc/run-multinode.md).
   // Errors: the URL or key cannot be used (the run has checked both before; a change since).
   [[nodiscard]] static Result<std::unique_ptr<JobMirror>> start(JobRecorder& recorder, const JobSpec& spec,
-                                                                const JobPaths& paths, std::string scope);
+                                                                const job::JobPaths& paths,
+                                                                std::string scope);
 
   // The newest remote checkpoint that authenticates and verifies is downloaded into the
   // checkpoint location (the next scan commits it) when nothing is committed locally, or when
@@ -42,9 +43,9 @@ class JobMirror {
   void resume_pending();
 
   // A checkpoint was committed: upload it (or record it durable when its bytes came from there).
-  void committed(const CommittedCheckpoint& checkpoint);
+  void committed(const job::CommittedCheckpoint& checkpoint);
   // Retention retired it: its remote copy and unfinished uploads go.
-  void retired(const CommittedCheckpoint& checkpoint);
+  void retired(const job::CommittedCheckpoint& checkpoint);
 
   // Journals what the mirror's workers reported since the last call.
   void pump();
@@ -65,12 +66,12 @@ class JobMirror {
   [[nodiscard]] Ending stop();
 
  private:
-  JobMirror(JobRecorder& recorder, const JobSpec& spec, const JobPaths& paths, std::string scope,
+  JobMirror(JobRecorder& recorder, const JobSpec& spec, const job::JobPaths& paths, std::string scope,
             std::unique_ptr<Mirror> mirror);
 
   JobRecorder& m_recorder;
   const JobSpec& m_spec;
-  JobPaths m_paths;
+  job::JobPaths m_paths;
   std::string m_scope;
   std::unique_ptr<Mirror> m_mirror;
   std::set<std::string> m_queued;  // checkpoint ids handed to the mirror by this run

@@ -59,7 +59,7 @@ Result<std::unique_ptr<JobPeers>> JobPeers::start(JobRecorder& recorder, const T
   options.job_key = topology.job_key;
   options.timing = settings.timing;
   // The steps this node can resume from, newest first: what the leader agrees on.
-  for (const CommittedCheckpoint* c : resume_candidates(recorder.state()))
+  for (const job::CommittedCheckpoint* c : job::resume_candidates(recorder.state()))
     if (c->step) options.steps.push_back(*c->step);
   const std::vector<std::int64_t> steps = options.steps;
   options.remote_steps = joining.remote_steps;

@@ -5,9 +5,9 @@
 
 namespace gpuhost::supervise {
 
-JobRecorder::JobRecorder(Journal journal, Callbacks callbacks)
+JobRecorder::JobRecorder(job::Journal journal, Callbacks callbacks)
     : m_journal(std::move(journal)), m_callbacks(std::move(callbacks)) {
-  m_state = fold_journal(m_journal.contents().records);
+  m_state = job::fold_journal(m_journal.contents().records);
 }
 
 bool JobRecorder::record(std::string_view type, json::Value fields) {
@@ -18,7 +18,7 @@ bool JobRecorder::record(std::string_view type, json::Value fields) {
     return false;
   }
   m_failed = false;
-  fold_more(m_state, std::span<const JournalRecord>(*appended, 1));
+  job::fold_more(m_state, std::span<const job::JournalRecord>(*appended, 1));
   if (m_callbacks.on_record) m_callbacks.on_record(**appended);
   return true;
 }

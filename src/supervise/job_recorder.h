@@ -5,8 +5,8 @@
 #include <string_view>
 
 #include "base/json.h"
-#include "supervise/job_state.h"
-#include "supervise/journal.h"
+#include "job/job_state.h"
+#include "job/journal.h"
 
 namespace gpuhost::supervise {
 
@@ -18,12 +18,12 @@ class JobRecorder {
  public:
   struct Callbacks {
     // Every record as it is appended (for the console).
-    std::function<void(const JournalRecord&)> on_record;
+    std::function<void(const job::JournalRecord&)> on_record;
     // One-line messages that are not records ("waiting 2 s before restart 3/10").
     std::function<void(std::string_view)> on_message;
   };
 
-  JobRecorder(Journal journal, Callbacks callbacks);
+  JobRecorder(job::Journal journal, Callbacks callbacks);
 
   // Appends a record and folds it. False (said once, until an append succeeds again) when the
   // journal cannot be written: supervision goes on, but nothing unrecorded is ever treated as
@@ -31,13 +31,13 @@ class JobRecorder {
   bool record(std::string_view type, json::Value fields);
   void message(std::string_view text) const;
 
-  [[nodiscard]] const JobState& state() const { return m_state; }
-  [[nodiscard]] const JournalContents& contents() const { return m_journal.contents(); }
+  [[nodiscard]] const job::JobState& state() const { return m_state; }
+  [[nodiscard]] const job::JournalContents& contents() const { return m_journal.contents(); }
 
  private:
-  Journal m_journal;
+  job::Journal m_journal;
   Callbacks m_callbacks;
-  JobState m_state;
+  job::JobState m_state;
   bool m_failed = false;
 };
 

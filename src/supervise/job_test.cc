@@ -72,11 +72,11 @@ TEST(Duration, RejectsJunkAndNegatives) {
 
 TEST(JobName, AcceptsPortableNamesOnly) {
   for (const char* good : {"llama-lora", "run_2.v3", "A", "console", "com10"})
-    EXPECT_TRUE(is_valid_job_name(good)) << good;
-  EXPECT_TRUE(is_valid_job_name(std::string(64, 'x')));
+    EXPECT_TRUE(job::is_valid_job_name(good)) << good;
+  EXPECT_TRUE(job::is_valid_job_name(std::string(64, 'x')));
   for (const char* bad : {"", ".", "..", "with space", "a/b", "a\\b", "CON", "nul.txt", "Com1", "lpt9"})
-    EXPECT_FALSE(is_valid_job_name(bad)) << bad;
-  EXPECT_FALSE(is_valid_job_name(std::string(65, 'x')));
+    EXPECT_FALSE(job::is_valid_job_name(bad)) << bad;
+  EXPECT_FALSE(job::is_valid_job_name(std::string(65, 'x')));
 }
 
 TEST(JobName, DefaultComesFromTheCheckpointFolderOrTheScript) {
@@ -227,30 +227,31 @@ TEST(JobSpec, ValidationNamesTheProblem) {
 
 TEST_F(TempDir, JobsRootFollowsTheEnvironment) {
   ScopedEnv home("GPUHOST_HOME", (m_dir / "gh").string());
-  EXPECT_EQ(jobs_root(), m_dir / "gh" / "jobs");
+  EXPECT_EQ(job::jobs_root(), m_dir / "gh" / "jobs");
   ScopedEnv no_home("GPUHOST_HOME", std::nullopt);
   if (platform::current_os() == platform::OsFamily::windows) {
     ScopedEnv local("LOCALAPPDATA", "C:\\Users\\u\\AppData\\Local");
-    EXPECT_EQ(jobs_root(), std::filesystem::path("C:\\Users\\u\\AppData\\Local") / "gpuhost" / "jobs");
+    EXPECT_EQ(job::jobs_root(), std::filesystem::path("C:\\Users\\u\\AppData\\Local") / "gpuhost" / "jobs");
   } else {
     ScopedEnv xdg("XDG_STATE_HOME", "/var/state");
-    EXPECT_EQ(jobs_root(), std::filesystem::path("/var/state/gpuhost/jobs"));
+    EXPECT_EQ(job::jobs_root(), std::filesystem::path("/var/state/gpuhost/jobs"));
     ScopedEnv relative_xdg("XDG_STATE_HOME", "relative/state");
     ScopedEnv user_home("HOME", "/home/u");
-    EXPECT_EQ(jobs_root(), std::filesystem::path("/home/u/.local/state/gpuhost/jobs"));
+    EXPECT_EQ(job::jobs_root(), std::filesystem::path("/home/u/.local/state/gpuhost/jobs"));
   }
 }
 
 TEST_F(TempDir, ListsJobFoldersSortedAndSkipsOthers) {
-  EXPECT_EQ(list_jobs(m_dir / "missing").value_or(std::vector<std::string>{"?"}), std::vector<std::string>{});
+  EXPECT_EQ(job::list_jobs(m_dir / "missing").value_or(std::vector<std::string>{"?"}),
+            std::vector<std::string>{});
   write("zeta/journal.jsonl", "");
   write("alpha/job.json", "{}");
   write("stray/notes.txt", "");
   write("file-not-dir", "");
-  auto jobs = list_jobs(m_dir);
+  auto jobs = job::list_jobs(m_dir);
   ASSERT_TRUE(jobs) << jobs.error().message;
   EXPECT_EQ(*jobs, (std::vector<std::string>{"alpha", "zeta"}));
-  EXPECT_EQ(job_paths(m_dir, "alpha").journal(), m_dir / "alpha" / "journal.jsonl");
+  EXPECT_EQ(job::job_paths(m_dir, "alpha").journal(), m_dir / "alpha" / "journal.jsonl");
 }
 
 constexpr const char* k_example = R"(# gpuhost.toml

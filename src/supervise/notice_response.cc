@@ -46,7 +46,7 @@ void NoticeResponse::begin_attempt(SystemClock::time_point started) {
 
 void NoticeResponse::tick(platform::ChildProcess& child) { apply(child, m_stop.tick(SteadyClock::now())); }
 
-void NoticeResponse::committed(const CommittedCheckpoint& checkpoint, SystemClock::time_point written) {
+void NoticeResponse::committed(const job::CommittedCheckpoint& checkpoint, SystemClock::time_point written) {
   if (!m_checkpoint_writes.empty() && written >= m_checkpoint_writes.front()) {
     m_checkpoint_writes.push_back(written);
     m_last_commit.emplace(checkpoint, written);
@@ -54,7 +54,8 @@ void NoticeResponse::committed(const CommittedCheckpoint& checkpoint, SystemCloc
   recognise_save(checkpoint, written);
 }
 
-void NoticeResponse::recognise_save(const CommittedCheckpoint& checkpoint, SystemClock::time_point written) {
+void NoticeResponse::recognise_save(const job::CommittedCheckpoint& checkpoint,
+                                    SystemClock::time_point written) {
   const auto received = m_stop.received();
   StopActions actions = m_stop.checkpoint_committed(written, SteadyClock::now());
   if (actions.save_completed) {
@@ -62,7 +63,7 @@ void NoticeResponse::recognise_save(const CommittedCheckpoint& checkpoint, Syste
     json::Value done = json::Value::object();
     done["id"] = checkpoint.id;
     done["duration_ms"] = received ? to_ms(SteadyClock::now() - *received) : 0;
-    done["written"] = journal_time(written);
+    done["written"] = job::journal_time(written);
     m_context.recorder.record("save_completed", std::move(done));
     // With a mirror, the cloud is told to go ahead only once the upload is durable (or the
     // deadline came): Azure evicts right after the acknowledgement.
@@ -96,8 +97,8 @@ std::optional<std::int64_t> NoticeResponse::newest_reported_step() const {
 }
 
 std::optional<std::int64_t> NoticeResponse::newest_checkpoint_step() const {
-  auto live = resume_candidates(m_context.recorder.state());
-  for (const CommittedCheckpoint* c : live)
+  auto live = job::resume_candidates(m_context.recorder.state());
+  for (const job::CommittedCheckpoint* c : live)
     if (c->step) return c->step;
   return std::nullopt;
 }
@@ -115,7 +116,7 @@ void NoticeResponse::request_save(platform::ChildProcess& child, const Result<st
   if (by_file) {
     json::Value request = json::Value::object();
     request["source"] = notice_source_name(m_notice->source);
-    request["deadline"] = journal_time(m_notice->deadline);
+    request["deadline"] = job::journal_time(m_notice->deadline);
     auto written = platform::write_file_atomic(m_context.paths.save_request(), json::dump(request) + "\n");
     if (!written) m_context.recorder.message("could not write the save request file: " + written.error().message);
   }
@@ -201,7 +202,7 @@ void NoticeResponse::notice(platform::ChildProcess& child, const PreemptionNotic
   fields["kind"] = reason == StopCause::user_stop       ? "stop"
                    : notice.kind == NoticeKind::advisory ? "advisory"
                                                          : "preemption";
-  fields["deadline"] = journal_time(notice.deadline);
+  fields["deadline"] = job::journal_time(notice.deadline);
   fields["detail"] = notice.detail;
   fields["event_id"] = notice.event_id;
   m_context.recorder.record("notice", std::move(fields));
@@ -230,7 +231,7 @@ void NoticeResponse::notice(platform::ChildProcess& child, const PreemptionNotic
   // A checkpoint this attempt already committed that was written after the notice was first
   // seen (the ranks saved for another node's notice before it reached this one) is the save.
   if (m_last_commit && m_stop.phase() == StopController::Phase::saving) {
-    const CommittedCheckpoint checkpoint = m_last_commit->first;
+    const job::CommittedCheckpoint checkpoint = m_last_commit->first;
     recognise_save(checkpoint, m_last_commit->second);
     merge(actions, m_pending);
     m_pending = {};
@@ -241,12 +242,12 @@ void NoticeResponse::notice(platform::ChildProcess& child, const PreemptionNotic
 }
 
 std::string NoticeResponse::stop_report() const {
-  auto step_text = [](const CommittedCheckpoint& c) {
+  auto step_text = [](const job::CommittedCheckpoint& c) {
     return c.step ? c.id + " (step " + std::to_string(*c.step) + ")" : c.id;
   };
-  auto live = resume_candidates(m_context.recorder.state());
+  auto live = job::resume_candidates(m_context.recorder.state());
   if (!m_saved_id.empty()) {
-    for (const CommittedCheckpoint* c : live)
+    for (const job::CommittedCheckpoint* c : live)
       if (c->id == m_saved_id) return "after saving " + step_text(*c) + "; run the same command again to resume from it";
   }
   const auto last = newest_reported_step();

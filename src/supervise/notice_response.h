@@ -28,7 +28,7 @@ class NoticeResponse {
   struct Context {
     JobRecorder& recorder;
     const JobSpec& spec;
-    const JobPaths& paths;
+    const job::JobPaths& paths;
     // Tells the cloud to go ahead (Azure StartRequests); empty without a watcher.
     std::function<Result<void>(const PreemptionNotice&)> acknowledge;
     // The newest step the trainer reported; empty when training metrics are off.
@@ -46,7 +46,7 @@ class NoticeResponse {
   void notice(platform::ChildProcess& child, const PreemptionNotice& notice, StopCause cause);
   // A checkpoint was committed; `written` is when its newest byte was written. What it decides
   // (the save is in: stop) is carried out by the next tick().
-  void committed(const CommittedCheckpoint& checkpoint, std::chrono::system_clock::time_point written);
+  void committed(const job::CommittedCheckpoint& checkpoint, std::chrono::system_clock::time_point written);
   // Each turn of the supervisor's loop: deadlines, the stop, the kill.
   void tick(platform::ChildProcess& child);
 
@@ -62,7 +62,8 @@ class NoticeResponse {
  private:
   void request_save(platform::ChildProcess& child, const Result<std::vector<platform::TreeMember>>& members);
   // Whether the checkpoint committed is the save the notice asked for: journals it and queues the stop.
-  void recognise_save(const CommittedCheckpoint& checkpoint, std::chrono::system_clock::time_point written);
+  void recognise_save(const job::CommittedCheckpoint& checkpoint,
+                      std::chrono::system_clock::time_point written);
   void apply(platform::ChildProcess& child, StopActions actions);
   [[nodiscard]] std::optional<std::int64_t> newest_reported_step() const;
   [[nodiscard]] std::optional<std::int64_t> newest_checkpoint_step() const;
@@ -78,7 +79,7 @@ class NoticeResponse {
   // a cautious one: it includes the start-up).
   std::vector<std::chrono::system_clock::time_point> m_checkpoint_writes;
   // The newest checkpoint this attempt committed, and when it was written.
-  std::optional<std::pair<CommittedCheckpoint, std::chrono::system_clock::time_point>> m_last_commit;
+  std::optional<std::pair<job::CommittedCheckpoint, std::chrono::system_clock::time_point>> m_last_commit;
 };
 
 }  // namespace gpuhost::supervise

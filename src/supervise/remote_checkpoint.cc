@@ -9,11 +9,11 @@
 #include "base/json_fields.h"
 #include "crypt/encrypted_file.h"
 #include "crypt/manifest_mac.h"
+#include "job/journal.h"
 #include "platform/crypto.h"
 #include "platform/files.h"
 #include "supervise/checkpoint.h"
 #include "supervise/checkpoint_internal.h"
-#include "supervise/journal.h"
 
 namespace gpuhost::supervise {
 namespace {
@@ -338,7 +338,7 @@ Result<CheckpointManifest> push_checkpoint(store::ObjectStore& store, const Push
     manifest.files.push_back(std::move(entry));
   }
 
-  manifest.created_at = journal_time(std::chrono::system_clock::now());
+  manifest.created_at = job::journal_time(std::chrono::system_clock::now());
   if (crypto.key) manifest.mac = GPUHOST_TRY(crypt::manifest_mac(*crypto.key, crypto.suite, manifest_canonical_json(manifest)));
   const std::string document = manifest_json(manifest);
   auto put = store.put(manifest_key(request.job, request.remote_id), store::Payload::from_memory(document));

@@ -71,7 +71,7 @@ std::optional<StopReason> Supervisor::wait_between_attempts(milliseconds delay) 
       json::Value fields = json::Value::object();
       fields["source"] = notice_source_name(notice->source);
       fields["kind"] = "preemption";
-      fields["deadline"] = journal_time(notice->deadline);
+      fields["deadline"] = job::journal_time(notice->deadline);
       fields["detail"] = notice->detail;
       fields["event_id"] = notice->event_id;
       record("notice", std::move(fields));
@@ -360,7 +360,7 @@ Result<SupervisorResult> run_supervisor(const SupervisorOptions& options) {
                        identity.name + "' (--name to choose one)");
   spec.name = identity.name;
 
-  JobPaths paths = job_paths(options.jobs_root, spec.name);
+  job::JobPaths paths = job::job_paths(options.jobs_root, spec.name);
   fs::create_directories(paths.logs(), ec);
   if (ec) return make_error(ErrorCode::io_error, "creating the job directory " + paths.dir.string() + ": " + ec.message());
   fs::create_directories(paths.snapshots(), ec);
@@ -372,7 +372,7 @@ Result<SupervisorResult> run_supervisor(const SupervisorOptions& options) {
                                                     paths.lock().string() + " is locked)");
     return std::unexpected(lock.error());
   }
-  auto journal = GPUHOST_TRY(Journal::open(paths.journal()));
+  auto journal = GPUHOST_TRY(job::Journal::open(paths.journal()));
   auto spec_written = platform::write_file_atomic(paths.spec(), job_spec_to_json(spec));
   if (!spec_written) return std::unexpected(with_context(spec_written.error(), "saving the job spec"));
 

@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "base/error.h"
+#include "job/job_state.h"
+#include "job/journal.h"
 #include "supervise/checkpoint_ledger.h"
 #include "supervise/drill.h"
 #include "supervise/job.h"
 #include "supervise/job_identity.h"
 #include "supervise/job_peers.h"
-#include "supervise/job_state.h"
-#include "supervise/journal.h"
 #include "supervise/notice.h"
 #include "supervise/topology.h"
 
@@ -53,7 +53,7 @@ struct SupervisorOptions {
   platform::OutputHandler echo;
   // Every journal record as it is appended (for the console). Called from the supervisor's
   // thread.
-  std::function<void(const JournalRecord&)> on_record;
+  std::function<void(const job::JournalRecord&)> on_record;
   // One-line messages that are not journal records ("waiting 2 s before restart 3/10").
   std::function<void(std::string_view)> on_message;
   // Once the job's lock is held and its directory exists, before the first child starts (e.g. to
@@ -93,7 +93,7 @@ struct SupervisorResult {
   std::filesystem::path stderr_log;
   std::string job_name;
   std::filesystem::path job_dir;
-  JobState state;  // folded from the journal at the end
+  job::JobState state;  // folded from the journal at the end
 };
 
 // Runs the job to an outcome: takes the job's lock, replays its journal, kills leftovers of a

@@ -135,8 +135,9 @@ Result<platform::ChildProcess> Supervisor::launch(const ResumePoint& resume) {
     return make_error(ErrorCode::io_error, "cannot write the job journal: the trainer is not started without a record of it");
   // One line in each log between attempts, so a reader sees where one ended and the next began.
   const std::string separator = "==== gpuhost: attempt " + std::to_string(inputs.attempt) + " at " +
-                                journal_time(SystemClock::now()) +
-                                (resume.id ? ", resuming from " + *resume.id : std::string(", fresh start")) + " ====\n";
+                                job::journal_time(SystemClock::now()) +
+                                (resume.id ? ", resuming from " + *resume.id : std::string(", fresh start")) +
+                                " ====\n";
   m_stdout_log.write(separator);
   m_stderr_log.write(separator);
   auto spawned = platform::ChildProcess::spawn(child);

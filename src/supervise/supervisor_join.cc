@@ -31,7 +31,7 @@ std::optional<SupervisorResult> Supervisor::start_mirror(const std::string& scop
 }
 
 bool Supervisor::has_committed_step(std::int64_t step) const {
-  for (const CommittedCheckpoint* c : resume_candidates(state()))
+  for (const job::CommittedCheckpoint* c : job::resume_candidates(state()))
     if (c->step == step) return true;
   return false;
 }
@@ -134,7 +134,8 @@ Result<std::optional<SupervisorResult>> Supervisor::join_peers(ResumePoint& resu
       if (SteadyClock::now() >= until) break;  // said as the error below
     }
   }
-  resume = m_ledger.choose_resume_point([&](const CommittedCheckpoint& c) { return step && c.step == step; });
+  resume =
+      m_ledger.choose_resume_point([&](const job::CommittedCheckpoint& c) { return step && c.step == step; });
   if (step && !resume.id) {
     const std::string reason =
         "every node can resume from step " + std::to_string(*step) +

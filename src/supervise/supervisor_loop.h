@@ -39,34 +39,39 @@ using std::chrono::milliseconds;
 // recorder's; checkpoints are the ledger's; the remote is the mirror's.
 class Supervisor {
  public:
-  Supervisor(const SupervisorOptions& options, JobSpec spec, JobPaths paths, Journal journal)
-      : m_options(options), m_spec(std::move(spec)), m_paths(std::move(paths)),
+  Supervisor(const SupervisorOptions& options, JobSpec spec, job::JobPaths paths, job::Journal journal)
+      : m_options(options),
+        m_spec(std::move(spec)),
+        m_paths(std::move(paths)),
         m_recorder(std::move(journal), JobRecorder::Callbacks{options.on_record, options.on_message}),
         m_ledger(m_recorder, m_spec, m_paths, options.snapshots,
-                 CheckpointLedger::Hooks{[this](const CommittedCheckpoint& c, SystemClock::time_point written) {
-                                           if (m_mirror) m_mirror->committed(c);
-                                           if (m_peers) m_peers->committed(c.step);
-                                           m_response.committed(c, written);
-                                         },
-                                         [this](const CommittedCheckpoint& c) {
-                                           if (m_mirror) m_mirror->retired(c);
-                                         }}),
-        m_stdout_log(m_paths.logs() / "stdout.log"), m_stderr_log(m_paths.logs() / "stderr.log"),
-        m_response(NoticeResponse::Context{
-            m_recorder, m_spec, m_paths,
-            [this](const PreemptionNotice& notice) -> Result<void> {
-              if (!m_watcher) return {};
-              return m_watcher->acknowledge(notice);
-            },
-            [this]() -> std::optional<std::int64_t> { return m_metrics ? m_metrics->newest_step() : std::nullopt; },
-            !m_spec.remote.empty()}) {}
+                 CheckpointLedger::Hooks{
+                     [this](const job::CommittedCheckpoint& c, SystemClock::time_point written) {
+                       if (m_mirror) m_mirror->committed(c);
+                       if (m_peers) m_peers->committed(c.step);
+                       m_response.committed(c, written);
+                     },
+                     [this](const job::CommittedCheckpoint& c) {
+                       if (m_mirror) m_mirror->retired(c);
+                     }}),
+        m_stdout_log(m_paths.logs() / "stdout.log"),
+        m_stderr_log(m_paths.logs() / "stderr.log"),
+        m_response(NoticeResponse::Context{m_recorder, m_spec, m_paths,
+                                           [this](const PreemptionNotice& notice) -> Result<void> {
+                                             if (!m_watcher) return {};
+                                             return m_watcher->acknowledge(notice);
+                                           },
+                                           [this]() -> std::optional<std::int64_t> {
+                                             return m_metrics ? m_metrics->newest_step() : std::nullopt;
+                                           },
+                                           !m_spec.remote.empty()}) {}
 
   Result<SupervisorResult> run();
 
  private:
   bool record(std::string_view type, json::Value fields) { return m_recorder.record(type, std::move(fields)); }
   void message(std::string_view text) const { m_recorder.message(text); }
-  const JobState& state() const { return m_recorder.state(); }
+  const job::JobState& state() const { return m_recorder.state(); }
 
   void start_watcher();
   void start_training_metrics();
@@ -107,7 +112,7 @@ class Supervisor {
 
   const SupervisorOptions& m_options;
   JobSpec m_spec;
-  JobPaths m_paths;
+  job::JobPaths m_paths;
   JobRecorder m_recorder;
   CheckpointLedger m_ledger;
   RotatingLog m_stdout_log;

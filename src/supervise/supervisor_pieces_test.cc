@@ -26,10 +26,10 @@ using namespace std::chrono_literals;
 
 JobRecorder open_recorder(const fs::path& dir, std::vector<std::string>* types = nullptr) {
   fs::create_directories(dir);
-  auto journal = Journal::open(dir / "journal.jsonl");
+  auto journal = job::Journal::open(dir / "journal.jsonl");
   EXPECT_TRUE(journal) << journal.error().message;
   JobRecorder::Callbacks callbacks;
-  if (types) callbacks.on_record = [types](const JournalRecord& r) { types->push_back(r.type); };
+  if (types) callbacks.on_record = [types](const job::JournalRecord& r) { types->push_back(r.type); };
   return JobRecorder(std::move(*journal), callbacks);
 }
 
@@ -99,7 +99,7 @@ class Ledger : public ::testing::Test {
  protected:
   ScratchDir m_scratch{"ledger"};
   fs::path ck() const { return m_scratch.path() / "ck"; }
-  JobPaths paths() const { return JobPaths{m_scratch.path() / "job"}; }
+  job::JobPaths paths() const { return job::JobPaths{m_scratch.path() / "job"}; }
   JobSpec spec(int keep = 0) const {
     JobSpec s;
     s.name = "ledger";
@@ -118,7 +118,7 @@ TEST_F(Ledger, CommitsValidCheckpointsRejectsBrokenOnesAndTellsTheHook) {
   const JobSpec s = spec();
   std::vector<std::string> committed;
   CheckpointLedger ledger(recorder, s, paths(), SnapshotPolicy::never,
-                          {[&](const CommittedCheckpoint& c, std::chrono::system_clock::time_point) {
+                          {[&](const job::CommittedCheckpoint& c, std::chrono::system_clock::time_point) {
                              committed.push_back(c.id + ":" + fs::path(c.path).filename().string());
                            },
                            nullptr});
@@ -127,7 +127,7 @@ TEST_F(Ledger, CommitsValidCheckpointsRejectsBrokenOnesAndTellsTheHook) {
   ledger.scan(true);
   ASSERT_EQ(committed.size(), 1u);
   EXPECT_EQ(committed[0].substr(committed[0].find(':') + 1), "ckpt-000005.pt");
-  const JobState& state = recorder.state();
+  const job::JobState& state = recorder.state();
   ASSERT_EQ(state.checkpoints.size(), 1u);
   EXPECT_EQ(state.checkpoints[0].step, 5);
   bool rejected = false;
@@ -163,7 +163,7 @@ TEST_F(Ledger, RetentionKeepsTheNewestAndTellsTheHook) {
   const JobSpec s = spec(2);
   std::vector<std::string> retired;
   CheckpointLedger ledger(recorder, s, paths(), SnapshotPolicy::never,
-                          {nullptr, [&](const CommittedCheckpoint& c) { retired.push_back(c.id); }});
+                          {nullptr, [&](const job::CommittedCheckpoint& c) { retired.push_back(c.id); }});
   for (int step : {5, 10, 15}) {
     write("ckpt-" + std::to_string(step) + ".pt", "s" + std::to_string(step));
     ledger.scan(true);
@@ -171,7 +171,7 @@ TEST_F(Ledger, RetentionKeepsTheNewestAndTellsTheHook) {
   ASSERT_EQ(retired.size(), 1u);
   EXPECT_FALSE(fs::exists(ck() / "ckpt-5.pt")) << "retention deletes the oldest";
   EXPECT_TRUE(fs::exists(ck() / "ckpt-15.pt"));
-  EXPECT_EQ(resume_candidates(recorder.state()).size(), 2u);
+  EXPECT_EQ(job::resume_candidates(recorder.state()).size(), 2u);
 }
 
 // Windows refuses to delete a file another handle has open (an upload reading it): the retired
@@ -195,7 +195,7 @@ TEST_F(Ledger, ARetiredCheckpointInUseIsDeletedWhenItIsFree) {
   ledger.delete_retired(true);
   EXPECT_FALSE(fs::exists(ck() / "ckpt-5.pt"));
   ASSERT_EQ(recorder.state().checkpoints.size(), 2u) << "the retired file was not committed again";
-  EXPECT_EQ(resume_candidates(recorder.state()).size(), 1u);
+  EXPECT_EQ(job::resume_candidates(recorder.state()).size(), 1u);
 }
 
 TEST_F(Ledger, AChangedCheckpointIsMarkedBadAndTheOneBeforeIsResumed) {
@@ -211,7 +211,7 @@ TEST_F(Ledger, AChangedCheckpointIsMarkedBadAndTheOneBeforeIsResumed) {
   write_bytes(ck() / "ckpt-10.pt", make_torch_zip("ten, edited"));
   ResumePoint resume = ledger.choose_resume_point();
   EXPECT_EQ(resume.path, (ck() / "ckpt-5.pt").string());
-  EXPECT_EQ(recorder.state().checkpoints[1].status, CheckpointStatus::bad);
+  EXPECT_EQ(recorder.state().checkpoints[1].status, job::CheckpointStatus::bad);
 }
 
 TEST_F(Ledger, FreshIgnoresWhatIsThereAndRetiresWhatWasCommitted) {
@@ -243,7 +243,7 @@ TEST_F(Ledger, APresentCheckpointIsAnnouncedWithTheOneResumedFrom) {
   CheckpointLedger ledger(recorder, s, paths(), SnapshotPolicy::never, {});
   ledger.scan(true);
   ledger.announce_present();
-  const JournalRecord& found = recorder.contents().records.back();
+  const job::JournalRecord& found = recorder.contents().records.back();
   EXPECT_EQ(found.type, "checkpoints_found");
   EXPECT_EQ(found.fields.get_int("count"), 2);
   EXPECT_EQ(found.fields.get_int("step"), 10);
@@ -255,7 +255,7 @@ TEST(TrainerLaunch, SubstitutesTheResumePathAndSetsTheEnvironment) {
   spec.command = {"python", "train.py", "--resume", "{resume}"};
   spec.environment = {{"WANDB_MODE", "offline"}};
   spec.save_request = JobSpec::SaveRequest::both;
-  JobPaths paths{fs::path("/jobs/llama")};
+  job::JobPaths paths{fs::path("/jobs/llama")};
   TrainerLaunchInputs inputs;
   inputs.run_token = "tok";
   inputs.attempt = 3;
@@ -301,7 +301,7 @@ class Identity : public ::testing::Test {
     return s;
   }
   void make_job(const std::string& name, const fs::path& location) {
-    JobPaths paths = job_paths(root(), name);
+    job::JobPaths paths = job::job_paths(root(), name);
     fs::create_directories(paths.dir);
     ASSERT_TRUE(platform::write_file_atomic(paths.spec(), job_spec_to_json(spec(name, location))));
   }

@@ -7,7 +7,8 @@
 
 namespace gpuhost::supervise {
 
-Result<platform::ChildOptions> trainer_launch(const JobSpec& spec, const JobPaths& paths, const TrainerLaunchInputs& inputs) {
+Result<platform::ChildOptions> trainer_launch(const JobSpec& spec, const job::JobPaths& paths,
+                                              const TrainerLaunchInputs& inputs) {
   platform::ChildOptions child;
   child.argv = GPUHOST_TRY(resume_command(spec.command, spec.preset, inputs.resume.path));
   child.working_directory = spec.working_directory;

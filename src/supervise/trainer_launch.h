@@ -37,7 +37,7 @@ struct TrainerLaunchInputs {
 // checkpoint), GPUHOST_SAVE_REQUEST (with a request
 // file), PYTHONUNBUFFERED=1 (Python buffers a piped stdout for minutes otherwise) and
 // GPUHOST_METRICS_FILE. The output handler is the caller's. Pure.
-[[nodiscard]] Result<platform::ChildOptions> trainer_launch(const JobSpec& spec, const JobPaths& paths,
+[[nodiscard]] Result<platform::ChildOptions> trainer_launch(const JobSpec& spec, const job::JobPaths& paths,
                                                             const TrainerLaunchInputs& inputs);
 
 }  // namespace gpuhost::supervise

@@ -82,7 +82,7 @@ std::optional<double> number_param(const RequestHead& request, std::string_view 
 
 // The events that the page marks on the time axis: checkpoint commits, notices, and restarts of
 // the trainer (every child start after the first).
-std::vector<const char*> marker_kinds(const supervise::JobState& state) {
+std::vector<const char*> marker_kinds(const job::JobState& state) {
   std::vector<const char*> kinds;
   kinds.reserve(state.events.size());
   bool started = false;
@@ -109,7 +109,7 @@ void append_job_summary(std::string& out, const std::string& name, const JobJour
   out += "\"name\":";
   append_string(out, name);
   out += ",\"phase\":";
-  append_string(out, supervise::job_phase_name(s.phase));
+  append_string(out, job::job_phase_name(s.phase));
   out += ",\"last_step\":";
   if (s.last_step)
     out += std::to_string(*s.last_step);
@@ -118,7 +118,7 @@ void append_job_summary(std::string& out, const std::string& name, const JobJour
   if (checkpoint_count) {
     std::size_t committed = 0;
     for (const auto& c : s.checkpoints)
-      if (c.status == supervise::CheckpointStatus::committed) ++committed;
+      if (c.status == job::CheckpointStatus::committed) ++committed;
     out += ",\"checkpoints\":" + std::to_string(committed);
   }
   out += ",\"child_starts\":" + std::to_string(s.child_starts);
@@ -178,11 +178,11 @@ void append_events(std::string& out, const JobJournalView& view, std::size_t fir
   out += ']';
 }
 
-const char* checkpoint_status_name(supervise::CheckpointStatus status) {
+const char* checkpoint_status_name(job::CheckpointStatus status) {
   switch (status) {
-    case supervise::CheckpointStatus::committed: return "committed";
-    case supervise::CheckpointStatus::bad: return "bad";
-    case supervise::CheckpointStatus::retired: return "retired";
+    case job::CheckpointStatus::committed: return "committed";
+    case job::CheckpointStatus::bad: return "bad";
+    case job::CheckpointStatus::retired: return "retired";
   }
   return "unknown";
 }

@@ -8,10 +8,10 @@
 #include <gtest/gtest.h>
 
 #include "base/json.h"
+#include "job/job_paths.h"
+#include "job/journal.h"
 #include "metrics/history.h"
 #include "platform/process.h"
-#include "supervise/job.h"
-#include "supervise/journal.h"
 #include "telemetry/exporter.h"
 
 namespace gpuhost::telemetry {
@@ -126,9 +126,9 @@ class DashboardApi : public ::testing::Test {
              ("gpuhost-dashboard-test-" + std::to_string(platform::current_process_id()) + "-" +
               std::to_string(counter++));
     std::filesystem::remove_all(m_root);
-    const auto paths = supervise::job_paths(m_root, "train1");
+    const auto paths = job::job_paths(m_root, "train1");
     std::filesystem::create_directories(paths.dir);
-    auto journal = supervise::Journal::open(paths.journal());
+    auto journal = job::Journal::open(paths.journal());
     ASSERT_TRUE(journal) << journal.error().message;
     m_journal.emplace(std::move(*journal));
     append("job_created", {{"name", "train1"}});
@@ -184,7 +184,7 @@ class DashboardApi : public ::testing::Test {
   }
 
   std::filesystem::path m_root;
-  std::optional<supervise::Journal> m_journal;
+  std::optional<job::Journal> m_journal;
   std::unique_ptr<metrics::MetricHistory> m_writer;
   std::unique_ptr<JobCatalog> m_catalog;
   std::unique_ptr<GpuSampler> m_sampler;
@@ -400,7 +400,7 @@ TEST_F(DashboardApi, AnEndedJobsHistoryIsLoadedOnlyWhenAskedFor) {
   JobCatalog catalog(JobCatalogOptions{m_root, {}, std::chrono::milliseconds(0)});
   catalog.refresh();
   ASSERT_EQ(catalog.jobs().size(), 1u);
-  EXPECT_EQ(catalog.jobs()[0].journal->state.phase, supervise::JobPhase::finished);
+  EXPECT_EQ(catalog.jobs()[0].journal->state.phase, job::JobPhase::finished);
   EXPECT_FALSE(catalog.jobs()[0].history);
   EXPECT_FALSE(catalog.job("train1")->history);
   auto loaded = catalog.job("train1", HistoryNeed::load);

@@ -4,13 +4,13 @@
 #include <limits>
 #include <system_error>
 
-#include "supervise/job.h"
-#include "supervise/journal.h"
+#include "job/job_paths.h"
+#include "job/journal.h"
 
 namespace gpuhost::telemetry {
 namespace {
 
-std::shared_ptr<const JobJournalView> make_view(const supervise::JobState& state, std::uint64_t records,
+std::shared_ptr<const JobJournalView> make_view(const job::JobState& state, std::uint64_t records,
                                                 std::uint64_t corrupt_records) {
   auto view = std::make_shared<JobJournalView>();
   view->state = state;
@@ -23,7 +23,7 @@ std::shared_ptr<const JobJournalView> make_view(const supervise::JobState& state
 }
 
 bool has_ended(const JobJournalView& view) {
-  using supervise::JobPhase;
+  using job::JobPhase;
   const JobPhase phase = view.state.phase;
   return phase == JobPhase::finished || phase == JobPhase::failed || phase == JobPhase::stopped;
 }
@@ -43,14 +43,14 @@ std::shared_ptr<metrics::MetricHistory> open_history(const std::filesystem::path
 // Where the reader of one journal stands, and the state folded from everything before it: new
 // records are parsed and folded once.
 struct JobCatalog::JournalFollower {
-  supervise::JournalPosition position;
-  supervise::JobState state;
+  job::JournalPosition position;
+  job::JobState state;
   std::uint64_t records = 0;
   std::uint64_t corrupt_records = 0;
 };
 
 double journal_epoch_seconds(std::string_view journal_time) {
-  auto parsed = supervise::parse_journal_time(journal_time);
+  auto parsed = job::parse_journal_time(journal_time);
   if (!parsed) return std::numeric_limits<double>::quiet_NaN();
   return std::chrono::duration<double>(parsed->time_since_epoch()).count();
 }
@@ -58,7 +58,7 @@ double journal_epoch_seconds(std::string_view journal_time) {
 JobCatalog::JobCatalog(JobCatalogOptions options) : m_options(std::move(options)) {}
 
 JobCatalog::Entry JobCatalog::load(const std::string& name, const Entry* previous) const {
-  const supervise::JobPaths paths = supervise::job_paths(m_options.root, name);
+  const job::JobPaths paths = job::job_paths(m_options.root, name);
   Entry entry;
   entry.job.name = name;
   if (previous) entry = *previous;
@@ -77,11 +77,11 @@ JobCatalog::Entry JobCatalog::load(const std::string& name, const Entry* previou
     } else {
       if (!entry.follower) entry.follower = std::make_shared<JournalFollower>();
       JournalFollower& follower = *entry.follower;
-      if (auto increment = supervise::read_journal_from(paths.journal(), follower.position)) {
+      if (auto increment = job::read_journal_from(paths.journal(), follower.position)) {
         if (increment->restarted) follower = JournalFollower{};
         const bool grew =
             !increment->contents.records.empty() || !increment->contents.damage.corrupt_lines.empty();
-        supervise::fold_more(follower.state, increment->contents.records);
+        job::fold_more(follower.state, increment->contents.records);
         follower.records += increment->contents.records.size();
         follower.corrupt_records += increment->contents.damage.corrupt_lines.size();
         follower.position = increment->next;
@@ -115,7 +115,7 @@ void JobCatalog::refresh() {
   std::vector<std::string> names;
   if (m_options.only_job) {
     names.push_back(*m_options.only_job);
-  } else if (auto listed = supervise::list_jobs(m_options.root)) {
+  } else if (auto listed = job::list_jobs(m_options.root)) {
     names = std::move(*listed);
   }
   std::map<std::string, Entry, std::less<>> previous;
@@ -155,7 +155,7 @@ std::optional<CatalogJob> JobCatalog::job(std::string_view name, HistoryNeed nee
     if (it->second.job.history || need == HistoryNeed::if_loaded) return it->second.job;
   }
   // Loading reads the whole history: not under m_mutex.
-  auto history = open_history(supervise::job_paths(m_options.root, std::string(name)).metrics());
+  auto history = open_history(job::job_paths(m_options.root, std::string(name)).metrics());
   std::lock_guard lock(m_mutex);
   auto it = m_entries.find(name);
   if (it == m_entries.end()) return std::nullopt;

@@ -11,15 +11,15 @@
 #include <string_view>
 #include <vector>
 
+#include "job/job_state.h"
 #include "metrics/history.h"
-#include "supervise/job_state.h"
 
 namespace gpuhost::telemetry {
 
 // A job's journal as monitors show it: the folded state, and the Unix times of its events and
 // checkpoints (journal times are text). Immutable once built.
 struct JobJournalView {
-  supervise::JobState state;
+  job::JobState state;
   std::vector<double> event_times;       // seconds since the epoch of state.events[i]; NaN if unparsable
   std::vector<double> checkpoint_times;  // the same for state.checkpoints[i].committed_at
   std::uint64_t records = 0;
@@ -40,7 +40,7 @@ struct CatalogJob {
 enum class HistoryNeed { if_loaded, load };
 
 struct JobCatalogOptions {
-  std::filesystem::path root;           // the jobs root (supervise::jobs_root()); empty: no jobs
+  std::filesystem::path root;           // the jobs root (job::jobs_root()); empty: no jobs
   std::optional<std::string> only_job;  // watch this job alone (`gpuhost run --dashboard`)
   // refresh() calls closer together than this reuse what the last one found.
   std::chrono::milliseconds min_refresh_interval{250};

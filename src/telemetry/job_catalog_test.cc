@@ -9,10 +9,10 @@
 
 #include "base/checksum.h"
 #include "base/json.h"
+#include "job/job_paths.h"
+#include "job/journal.h"
 #include "platform/files.h"
 #include "platform/process.h"
-#include "supervise/job.h"
-#include "supervise/journal.h"
 
 namespace gpuhost::telemetry {
 namespace {
@@ -41,7 +41,7 @@ class JobCatalogJournal : public ::testing::Test {
              ("gpuhost-job-catalog-test-" + std::to_string(platform::current_process_id()) + "-" +
               std::to_string(counter++));
     std::filesystem::remove_all(m_root);
-    m_paths = supervise::job_paths(m_root, "train1");
+    m_paths = job::job_paths(m_root, "train1");
     std::filesystem::create_directories(m_paths.dir);
     m_catalog = std::make_unique<JobCatalog>(JobCatalogOptions{m_root, {}, std::chrono::milliseconds(0)});
   }
@@ -72,7 +72,7 @@ class JobCatalogJournal : public ::testing::Test {
   }
 
   std::filesystem::path m_root;
-  supervise::JobPaths m_paths;
+  job::JobPaths m_paths;
   std::unique_ptr<JobCatalog> m_catalog;
 };
 
@@ -167,7 +167,7 @@ TEST(ReadJournalFrom, NumbersCorruptLinesFromTheStartOfTheFile) {
     std::ofstream out(path, std::ios::binary);
     out << framed(1, "job_created") << framed(2, "notice");
   }
-  auto first = supervise::read_journal_from(path, {});
+  auto first = job::read_journal_from(path, {});
   ASSERT_TRUE(first) << first.error().message;
   EXPECT_FALSE(first->restarted);
   EXPECT_EQ(first->contents.records.size(), 2u);
@@ -177,7 +177,7 @@ TEST(ReadJournalFrom, NumbersCorruptLinesFromTheStartOfTheFile) {
     std::ofstream out(path, std::ios::binary | std::ios::app);
     out << "garbage\n" << framed(3, "notice") << "12 half";
   }
-  auto second = supervise::read_journal_from(path, first->next);
+  auto second = job::read_journal_from(path, first->next);
   ASSERT_TRUE(second) << second.error().message;
   EXPECT_FALSE(second->restarted);
   ASSERT_EQ(second->contents.records.size(), 1u);
@@ -185,7 +185,7 @@ TEST(ReadJournalFrom, NumbersCorruptLinesFromTheStartOfTheFile) {
   EXPECT_EQ(second->contents.damage.corrupt_lines, std::vector<std::uint64_t>{3});
   EXPECT_EQ(second->next.lines, 4u);
   EXPECT_EQ(second->next.offset, std::filesystem::file_size(path) - 7);  // "12 half" waits
-  auto missing = supervise::read_journal_from(path.string() + ".absent", {});
+  auto missing = job::read_journal_from(path.string() + ".absent", {});
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code, ErrorCode::not_found);
   std::filesystem::remove(path);

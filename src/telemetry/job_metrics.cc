@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "supervise/journal.h"
+#include "job/journal.h"
 
 namespace gpuhost::telemetry {
 namespace {
@@ -17,10 +17,9 @@ namespace {
 // scrape_config honor_labels). kube-state-metrics' kube_job_* families use `job_name` likewise.
 constexpr std::string_view k_job_label = "job_name";
 
-constexpr supervise::JobPhase k_phases[] = {
-    supervise::JobPhase::new_job,   supervise::JobPhase::running,  supervise::JobPhase::waiting_restart,
-    supervise::JobPhase::preempted, supervise::JobPhase::finished, supervise::JobPhase::failed,
-    supervise::JobPhase::stopped,
+constexpr job::JobPhase k_phases[] = {
+    job::JobPhase::new_job,  job::JobPhase::running, job::JobPhase::waiting_restart, job::JobPhase::preempted,
+    job::JobPhase::finished, job::JobPhase::failed,  job::JobPhase::stopped,
 };
 
 struct JobEmitter {
@@ -42,7 +41,7 @@ struct JobEmitter {
 
 // The advisor's newest judgement (doc/advise.md): one series per finding, as kube-state-metrics
 // gives a condition; absent findings are absent series, so `gpuhost_job_finding == 1` alerts.
-void append_advice(const JobEmitter& e, const supervise::JobState& state) {
+void append_advice(const JobEmitter& e, const job::JobState& state) {
   if (!state.advice) return;
   for (const auto& f : state.advice->findings)
     e.gauge("gpuhost_job_finding",
@@ -70,21 +69,21 @@ double seconds_since_epoch(std::chrono::system_clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
 
-void append_checkpoints(const JobEmitter& e, const supervise::JobState& state, double now) {
+void append_checkpoints(const JobEmitter& e, const job::JobState& state, double now) {
   // Every commit record counts, whatever became of the checkpoint since: the counter never falls.
   e.counter("gpuhost_job_checkpoints_committed_total",
             "Checkpoints the supervisor validated and committed to the job's journal",
             static_cast<double>(state.checkpoints.size()));
-  auto candidates = supervise::resume_candidates(state);
+  auto candidates = job::resume_candidates(state);
   if (candidates.empty()) return;
-  const supervise::CommittedCheckpoint& newest = *candidates.front();
+  const job::CommittedCheckpoint& newest = *candidates.front();
   e.gauge("gpuhost_job_checkpoint_last_size_bytes",
           "Size of the newest usable committed checkpoint (the one a restart resumes from)",
           static_cast<double>(newest.size_bytes));
   if (newest.step)
     e.gauge("gpuhost_job_checkpoint_last_step", "Training step of the newest usable committed checkpoint",
             static_cast<double>(*newest.step));
-  if (auto committed = supervise::parse_journal_time(newest.committed_at)) {
+  if (auto committed = job::parse_journal_time(newest.committed_at)) {
     double at = seconds_since_epoch(*committed);
     e.gauge("gpuhost_job_checkpoint_last_commit_timestamp_seconds",
             "When the newest usable checkpoint was committed, in seconds since the Unix epoch", at);
@@ -95,12 +94,12 @@ void append_checkpoints(const JobEmitter& e, const supervise::JobState& state, d
 }
 
 // The remote mirror (doc/remote-store.md): how far object storage is behind the local commits.
-void append_mirror(const JobEmitter& e, const supervise::JobState& state, double now) {
+void append_mirror(const JobEmitter& e, const job::JobState& state, double now) {
   if (!state.mirrored) return;
-  std::vector<const supervise::CommittedCheckpoint*> usable;
+  std::vector<const job::CommittedCheckpoint*> usable;
   for (const auto& c : state.checkpoints)
-    if (c.status != supervise::CheckpointStatus::bad) usable.push_back(&c);
-  const supervise::CommittedCheckpoint* durable = nullptr;
+    if (c.status != job::CheckpointStatus::bad) usable.push_back(&c);
+  const job::CommittedCheckpoint* durable = nullptr;
   std::size_t first_behind = 0;
   for (std::size_t i = 0; i < usable.size(); ++i)
     if (!usable[i]->durable_at.empty()) {
@@ -109,7 +108,7 @@ void append_mirror(const JobEmitter& e, const supervise::JobState& state, double
     }
   double lag = 0;
   if (first_behind < usable.size())
-    if (auto committed = supervise::parse_journal_time(usable[first_behind]->committed_at))
+    if (auto committed = job::parse_journal_time(usable[first_behind]->committed_at))
       lag = std::max(0.0, now - seconds_since_epoch(*committed));
   e.gauge("gpuhost_job_mirror_lag_seconds",
           "0 when the newest committed checkpoint is durable in object storage, else seconds since the "
@@ -121,7 +120,7 @@ void append_mirror(const JobEmitter& e, const supervise::JobState& state, double
   if (durable->step)
     e.gauge("gpuhost_job_mirror_durable_step", "Training step of the newest checkpoint durable in object storage",
             static_cast<double>(*durable->step));
-  if (auto at = supervise::parse_journal_time(durable->durable_at))
+  if (auto at = job::parse_journal_time(durable->durable_at))
     e.gauge("gpuhost_job_mirror_durable_timestamp_seconds",
             "When the newest durable checkpoint's manifest was stored, in seconds since the Unix epoch",
             seconds_since_epoch(*at));
@@ -159,14 +158,14 @@ void append_training(const JobEmitter& e, const metrics::MetricHistory& history)
 
 }  // namespace
 
-void append_job_metrics(std::string_view job_name, const supervise::JobState& state,
+void append_job_metrics(std::string_view job_name, const job::JobState& state,
                         const metrics::MetricHistory* history, double now, MetricSet& out) {
   JobEmitter e{out, std::string(job_name)};
   for (auto phase : k_phases)
     e.gauge("gpuhost_job_phase", "1 for the job's current phase, 0 for the others (from its journal)",
-            phase == state.phase ? 1 : 0, {{"phase", supervise::job_phase_name(phase)}});
+            phase == state.phase ? 1 : 0, {{"phase", job::job_phase_name(phase)}});
   e.gauge("gpuhost_job_up", "1 while the job's trainer is running (phase running), else 0",
-          state.phase == supervise::JobPhase::running ? 1 : 0);
+          state.phase == job::JobPhase::running ? 1 : 0);
   e.counter("gpuhost_job_child_starts_total", "Times the supervisor started the trainer",
             static_cast<double>(state.child_starts));
   e.counter("gpuhost_job_restarts_total", "Restarts the supervisor scheduled after the trainer crashed",

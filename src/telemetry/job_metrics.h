@@ -2,8 +2,8 @@
 
 #include <string_view>
 
+#include "job/job_state.h"
 #include "metrics/history.h"
-#include "supervise/job_state.h"
 #include "telemetry/prometheus_text.h"
 
 namespace gpuhost::telemetry {
@@ -16,7 +16,7 @@ namespace gpuhost::telemetry {
 // gpuhost_train_metric{name="<as the trainer wrote it>"}, with its step and time, plus the points
 // dropped (cardinality cap, other source). `now` is seconds since the Unix epoch. Reference:
 // doc/metrics.md.
-void append_job_metrics(std::string_view job_name, const supervise::JobState& state,
+void append_job_metrics(std::string_view job_name, const job::JobState& state,
                         const metrics::MetricHistory* history, double now, MetricSet& out);
 
 }  // namespace gpuhost::telemetry

@@ -15,10 +15,10 @@ using namespace std::chrono;
 // 2026-01-01T00:00:00Z in seconds since the Unix epoch.
 const double k_new_year = duration<double>(sys_days{year{2026} / January / 1}.time_since_epoch()).count();
 
-supervise::CommittedCheckpoint checkpoint(
-    std::string id, std::uint64_t size, std::optional<std::int64_t> step, std::string committed_at,
-    supervise::CheckpointStatus status = supervise::CheckpointStatus::committed) {
-  supervise::CommittedCheckpoint c;
+job::CommittedCheckpoint checkpoint(std::string id, std::uint64_t size, std::optional<std::int64_t> step,
+                                    std::string committed_at,
+                                    job::CheckpointStatus status = job::CheckpointStatus::committed) {
+  job::CommittedCheckpoint c;
   c.id = std::move(id);
   c.path = "/ckpt/" + c.id + ".pt";
   c.size_bytes = size;
@@ -28,19 +28,19 @@ supervise::CommittedCheckpoint checkpoint(
   return c;
 }
 
-supervise::JobState running_job() {
-  supervise::JobState state;
-  state.phase = supervise::JobPhase::running;
+job::JobState running_job() {
+  job::JobState state;
+  state.phase = job::JobPhase::running;
   state.child_starts = 3;
   state.restarts = 1;
   state.preemptions = 1;
   state.last_step = 1500;
   state.checkpoints.push_back(
-      checkpoint("ck-4", 1000, 500, "2026-01-01T00:00:00.000Z", supervise::CheckpointStatus::retired));
+      checkpoint("ck-4", 1000, 500, "2026-01-01T00:00:00.000Z", job::CheckpointStatus::retired));
   state.checkpoints.push_back(checkpoint("ck-9", 2048, 1000, "2026-01-01T00:00:30.500Z"));
   // The newest commit was found bad afterwards: a restart resumes from ck-9.
   state.checkpoints.push_back(
-      checkpoint("ck-12", 4096, 1500, "2026-01-01T00:01:00.000Z", supervise::CheckpointStatus::bad));
+      checkpoint("ck-12", 4096, 1500, "2026-01-01T00:01:00.000Z", job::CheckpointStatus::bad));
   return state;
 }
 
@@ -101,10 +101,10 @@ TEST_F(JobMetrics, ReportsPhaseCountersAndTheNewestUsableCheckpoint) {
 }
 
 TEST_F(JobMetrics, LeavesOutCheckpointGaugesWithoutAUsableCheckpoint) {
-  supervise::JobState state;
-  state.phase = supervise::JobPhase::waiting_restart;
+  job::JobState state;
+  state.phase = job::JobPhase::waiting_restart;
   state.checkpoints.push_back(
-      checkpoint("ck-3", 10, std::nullopt, "2026-01-01T00:00:00Z", supervise::CheckpointStatus::bad));
+      checkpoint("ck-3", 10, std::nullopt, "2026-01-01T00:00:00Z", job::CheckpointStatus::bad));
   MetricSet set;
   append_job_metrics("j", state, nullptr, k_new_year, set);
   const Labels job{{"job_name", "j"}};
@@ -123,13 +123,13 @@ TEST_F(JobMetrics, AgeNeverGoesNegativeWhenTheClockIsBehindTheJournal) {
 }
 
 TEST_F(JobMetrics, MirrorLagCountsFromTheOldestCommitNewerThanTheNewestDurable) {
-  supervise::JobState state;
+  job::JobState state;
   state.mirrored = true;
   state.checkpoints.push_back(checkpoint("ck-1", 10, 100, "2026-01-01T00:00:00.000Z"));
   state.checkpoints.back().durable_at = "2026-01-01T00:00:05.000Z";
   state.checkpoints.push_back(checkpoint("ck-2", 10, 200, "2026-01-01T00:00:10.000Z"));
   state.checkpoints.push_back(checkpoint("ck-3", 10, 300, "2026-01-01T00:00:20.000Z"));
-  state.pending_uploads.push_back(supervise::PendingUpload{});
+  state.pending_uploads.push_back(job::PendingUpload{});
   MetricSet set;
   append_job_metrics("j", state, nullptr, k_new_year + 30, set);
   const Labels job{{"job_name", "j"}};
@@ -186,7 +186,7 @@ TEST_F(JobMetrics, SeveralJobsShareFamiliesInOneScrape) {
   (*history)->append({"loss", 1.5, 1, 1000}, "stdout");
   MetricSet set;
   append_job_metrics("a", running_job(), history->get(), k_new_year, set);
-  append_job_metrics("b \"quoted\"", supervise::JobState{}, history->get(), k_new_year, set);
+  append_job_metrics("b \"quoted\"", job::JobState{}, history->get(), k_new_year, set);
   auto text = to_prometheus_text(set);
   ASSERT_TRUE(text) << text.error().message;  // no family twice, no label set twice
   EXPECT_EQ(set.find("gpuhost_job_up")->samples.size(), 2u);

@@ -34,7 +34,7 @@ struct TelemetryServerOptions {
 //
 //   TelemetryServerOptions o;
 //   o.port = 0;
-//   o.jobs_root = supervise::jobs_root();
+//   o.jobs_root = job::jobs_root();
 //   o.only_job = spec.name;
 //   auto server = TelemetryServer::start(std::move(o));   // Result<unique_ptr<TelemetryServer>>
 //   err << "dashboard at " << (*server)->dashboard_url() << "\n";

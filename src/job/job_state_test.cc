@@ -1,10 +1,10 @@
-#include "supervise/job_state.h"
+#include "job/job_state.h"
 
 #include <cstdio>
 
 #include <gtest/gtest.h>
 
-namespace gpuhost::supervise {
+namespace gpuhost::job {
 namespace {
 
 // Builds a journal in memory: seq in order, a clock that advances one second per record.
@@ -284,27 +284,39 @@ TEST(JobState, SaveEventsReadAsOneLineEach) {
 // alone, the steps a missed save loses, and the user's own stop.
 TEST(JobState, SaveRequestsSayWhoWasAskedAndWhatIsLost) {
   History h;
-  h.add("save_requested", {{"method", "signal"}, {"signal", "SIGUSR1"}, {"signalled", 2},
+  h.add("save_requested", {{"method", "signal"},
+                           {"signal", "SIGUSR1"},
+                           {"signalled", 2},
                            {"spared", json::Value(json::Value::Array{json::Value("torchrun (pid 7)")})}});
-  h.add("save_requested", {{"method", "signal"}, {"signal", "SIGUSR1"}, {"signalled", 0}, {"waiting", "periodic"},
-                           {"cadence_ms", 5000}, {"expected_in_ms", 2000}});
-  h.add("save_requested", {{"method", "signal"}, {"signal", "SIGUSR1"}, {"signalled", 0}, {"waiting", "periodic"}});
+  h.add("save_requested", {{"method", "signal"},
+                           {"signal", "SIGUSR1"},
+                           {"signalled", 0},
+                           {"waiting", "periodic"},
+                           {"cadence_ms", 5000},
+                           {"expected_in_ms", 2000}});
+  h.add("save_requested",
+        {{"method", "signal"}, {"signal", "SIGUSR1"}, {"signalled", 0}, {"waiting", "periodic"}});
   h.add("save_timed_out", {{"waited_ms", 25000}, {"last_step", 118}, {"checkpoint_step", 100}});
   h.add("save_timed_out", {{"waited_ms", 25000}, {"last_step", 40}, {"checkpoint_step", nullptr}});
   h.add("notice", {{"source", "signal"}, {"kind", "stop"}, {"detail", "interrupt"}});
   h.add("leftovers_killed", {{"count", 1}, {"attempt", 3}});
   JobState state = h.fold();
   ASSERT_EQ(state.events.size(), 7u);
-  EXPECT_EQ(state.events[0].summary, "save requested with SIGUSR1 (2 processes; left alone, no handler: torchrun (pid 7))");
-  EXPECT_EQ(state.events[1].summary,
-            "no process handles SIGUSR1: waiting for the next periodic checkpoint (every ~5 s), expected in ~2 s");
+  EXPECT_EQ(state.events[0].summary,
+            "save requested with SIGUSR1 (2 processes; left alone, no handler: torchrun (pid 7))");
+  EXPECT_EQ(
+      state.events[1].summary,
+      "no process handles SIGUSR1: waiting for the next periodic checkpoint (every ~5 s), expected in ~2 s");
   EXPECT_EQ(state.events[2].summary,
-            "no process handles SIGUSR1: no periodic checkpoint expected before the deadline; the trainer is stopped "
+            "no process handles SIGUSR1: no periodic checkpoint expected before the deadline; the trainer is "
+            "stopped "
             "then and what it did since its last checkpoint is lost");
   EXPECT_EQ(state.events[3].summary,
-            "save timed out: no checkpoint written after the notice in 25 s; steps 101-118 are lost (resume from step 100)");
+            "save timed out: no checkpoint written after the notice in 25 s; steps 101-118 are lost (resume "
+            "from step 100)");
   EXPECT_EQ(state.events[4].summary,
-            "save timed out: no checkpoint written after the notice in 25 s; steps 1-40 are lost (no checkpoint to resume from)");
+            "save timed out: no checkpoint written after the notice in 25 s; steps 1-40 are lost (no "
+            "checkpoint to resume from)");
   EXPECT_EQ(state.events[5].summary, "stop requested (interrupt): saving first");
   EXPECT_EQ(state.preemptions, 0) << "Ctrl-C is not a preemption";
   EXPECT_EQ(state.events[6].summary, "killed 1 process left over from attempt 3");
@@ -334,7 +346,9 @@ TEST(JobState, FoldingIsDeterministic) {
 TEST(JobState, FoldingMoreRecordsEqualsFoldingThemAll) {
   History h;
   h.add("supervisor_started", {{"pid", 1}}).commit("/ck/a", "h1", 1).add("child_started", {{"pid", 7}});
-  h.add("checkpoint_bad", {{"id", "ck-2"}, {"reason", "truncated"}}).commit("/ck/b", "h2", 2).commit("/ck/a", "h3", 3);
+  h.add("checkpoint_bad", {{"id", "ck-2"}, {"reason", "truncated"}})
+      .commit("/ck/b", "h2", 2)
+      .commit("/ck/a", "h3", 3);
   const JobState whole = h.fold();
   const std::span<const JournalRecord> records(h.records());
   for (std::size_t split = 0; split <= records.size(); ++split) {
@@ -344,7 +358,8 @@ TEST(JobState, FoldingMoreRecordsEqualsFoldingThemAll) {
     EXPECT_EQ(state.phase, whole.phase) << split;
     EXPECT_EQ(state.last_step, whole.last_step) << split;
     ASSERT_EQ(state.events.size(), whole.events.size()) << split;
-    for (std::size_t i = 0; i < state.events.size(); ++i) EXPECT_EQ(state.events[i].summary, whole.events[i].summary);
+    for (std::size_t i = 0; i < state.events.size(); ++i)
+      EXPECT_EQ(state.events[i].summary, whole.events[i].summary);
     ASSERT_EQ(state.checkpoints.size(), whole.checkpoints.size()) << split;
     for (std::size_t i = 0; i < state.checkpoints.size(); ++i) {
       EXPECT_EQ(state.checkpoints[i].id, whole.checkpoints[i].id);
@@ -386,17 +401,21 @@ TEST(JobState, NodeZeroSeesEachNodesNewestStepAndWhichOneIsLate) {
 }
 
 }  // namespace
-}  // namespace gpuhost::supervise
+}  // namespace gpuhost::job
 
-namespace gpuhost::supervise {
+namespace gpuhost::job {
 namespace {
 
 TEST(JobStateMirror, PendingUploadsKeepTheirPartsUntilDurableThenTheCheckpointIsRemote) {
   History h;
   h.commit("/ck/a.pt", "xxh3-128:1", 10);  // ck-1
-  h.add("mirror_upload_started", {{"id", "ck-1"}, {"remote_id", "step-10"}, {"object", "j/step-10/files/a.pt"},
-                                  {"upload_id", "U1"}, {"part_size", 5242880}});
-  h.add("mirror_part_uploaded", {{"upload_id", "U1"}, {"number", 1}, {"etag", "e1"}, {"size", 5242880}, {"sha256", "s"}});
+  h.add("mirror_upload_started", {{"id", "ck-1"},
+                                  {"remote_id", "step-10"},
+                                  {"object", "j/step-10/files/a.pt"},
+                                  {"upload_id", "U1"},
+                                  {"part_size", 5242880}});
+  h.add("mirror_part_uploaded",
+        {{"upload_id", "U1"}, {"number", 1}, {"etag", "e1"}, {"size", 5242880}, {"sha256", "s"}});
   JobState mid = h.fold();
   ASSERT_EQ(mid.pending_uploads.size(), 1u);
   EXPECT_EQ(mid.pending_uploads[0].checkpoint_id, "ck-1");
@@ -418,8 +437,9 @@ TEST(JobStateMirror, PendingUploadsKeepTheirPartsUntilDurableThenTheCheckpointIs
 
 TEST(JobStateMirror, AbortedUploadIsNoLongerPendingAndRestoredCheckpointsAreRemembered) {
   History h;
-  h.add("checkpoint_restored", {{"remote_id", "step-5"}, {"path", "/ck/a.pt"}, {"content_hash", "xxh3-128:9"},
-                                {"store", "s3://b/"}});
+  h.add(
+      "checkpoint_restored",
+      {{"remote_id", "step-5"}, {"path", "/ck/a.pt"}, {"content_hash", "xxh3-128:9"}, {"store", "s3://b/"}});
   h.add("mirror_upload_started", {{"id", "ck-2"}, {"object", "o"}, {"upload_id", "U2"}});
   h.add("mirror_upload_aborted", {{"id", "ck-2"}, {"upload_id", "U2"}, {"reason", "retired"}});
   JobState state = h.fold();
@@ -443,7 +463,8 @@ TEST(JobState, AMultiNodeRunShowsItsGlobalStepAndTheLostPeer) {
   EXPECT_EQ(state.peer_lost, "node 1 lost: no heartbeat for 10.2 s");
   EXPECT_EQ(state.phase, JobPhase::preempted);  // resumable: the engine reruns every node
   ASSERT_NE(last_event(state, "resume_agreed"), nullptr);
-  EXPECT_EQ(last_event(state, "resume_agreed")->summary, "all nodes start fresh (no step committed on every node)");
+  EXPECT_EQ(last_event(state, "resume_agreed")->summary,
+            "all nodes start fresh (no step committed on every node)");
   EXPECT_EQ(last_event(state, "global_commit")->summary, "step 200 committed on every node");
 
   // A peer that finished is no loss; the next run's channel clears the last one.
@@ -453,9 +474,10 @@ TEST(JobState, AMultiNodeRunShowsItsGlobalStepAndTheLostPeer) {
       .add("peer_lost", {{"node", 1}, {"reason", "it ended (finished)"}, {"outcome", "finished"}});
   state = h.fold();
   EXPECT_EQ(state.peer_lost, "");
-  EXPECT_EQ(last_event(state, "resume_agreed")->summary, "all nodes resume from step 200 (node-local checkpoint folders)");
+  EXPECT_EQ(last_event(state, "resume_agreed")->summary,
+            "all nodes resume from step 200 (node-local checkpoint folders)");
   EXPECT_EQ(last_event(state, "peer_lost")->summary, "node 1 ended: finished");
 }
 
 }  // namespace
-}  // namespace gpuhost::supervise
+}  // namespace gpuhost::job

@@ -7,18 +7,18 @@
 #include <string>
 #include <vector>
 
-#include "supervise/journal.h"
+#include "job/journal.h"
 
-namespace gpuhost::supervise {
+namespace gpuhost::job {
 
 enum class CheckpointStatus { committed, bad, retired };
 
 // A checkpoint as the journal knows it.
 struct CommittedCheckpoint {
-  std::string id;            // "ck-<seq of its commit record>", stable
-  std::string path;          // absolute path the trainer wrote
-  std::string snapshot;      // gpuhost's copy in the job directory, when one was taken; else empty
-  std::string format;        // checkpoint_format_name()
+  std::string id;        // "ck-<seq of its commit record>", stable
+  std::string path;      // absolute path the trainer wrote
+  std::string snapshot;  // gpuhost's copy in the job directory, when one was taken; else empty
+  std::string format;    // checkpoint_format_name()
   std::uint64_t size_bytes = 0;
   std::string content_hash;  // "xxh3-128:..."
   std::optional<std::int64_t> step;
@@ -126,10 +126,10 @@ struct JobState {
   int child_starts = 0;
   int restarts = 0;     // crash restarts over the whole history (restart_scheduled records)
   int preemptions = 0;  // notices acted on (notice records of kind "preemption", drills included)
-  std::optional<long> supervisor_pid;  // of the last supervisor_started without a matching stop
-  std::string run_token;               // of the last child_started (kill leftovers by it)
-  std::optional<long> child_pid;       // the running attempt's trainer (its process group's leader)
-  std::optional<std::int64_t> last_step;  // newest step the journal saw (progress or checkpoint)
+  std::optional<long> supervisor_pid;        // of the last supervisor_started without a matching stop
+  std::string run_token;                     // of the last child_started (kill leftovers by it)
+  std::optional<long> child_pid;             // the running attempt's trainer (its process group's leader)
+  std::optional<std::int64_t> last_step;     // newest step the journal saw (progress or checkpoint)
   std::optional<std::int64_t> last_save_ms;  // the newest save_completed: notice to committed
   // The newest advice of the current (or last) supervisor run; reset when one starts. And the
   // newest step time the advisor measured in an earlier run, for the comparison.
@@ -138,7 +138,7 @@ struct JobState {
   std::optional<double> last_run_step_seconds;  // that of the last run that measured one
   std::vector<JobEvent> events;
   std::optional<std::string> last_exit;  // describe() of the last child exit
-  bool mirrored = false;  // a remote mirror record was seen (the job runs with --remote)
+  bool mirrored = false;                 // a remote mirror record was seen (the job runs with --remote)
   std::vector<PendingUpload> pending_uploads;
   std::vector<RestoredCheckpoint> restored;
 
@@ -160,4 +160,4 @@ void fold_more(JobState& state, std::span<const JournalRecord> records);
 // Committed, not bad, not retired, newest commit first: the order resume tries them in.
 [[nodiscard]] std::vector<const CommittedCheckpoint*> resume_candidates(const JobState& state);
 
-}  // namespace gpuhost::supervise
+}  // namespace gpuhost::job

@@ -1,4 +1,4 @@
-#include "supervise/job_state.h"
+#include "job/job_state.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include "base/strings.h"
 #include "base/time_format.h"
 
-namespace gpuhost::supervise {
+namespace gpuhost::job {
 namespace {
 
 // "1 s", "12.3 s", "4 min 5 s", "3 h 12 min".
@@ -40,8 +40,9 @@ std::string notice_summary(const JournalRecord& record) {
   const json::Value& f = record.fields;
   const std::string kind = f.get_string("kind", "preemption");
   // Ctrl-C is the user's own stop, not a preemption.
-  std::string summary = kind == "stop" ? "stop requested (" + f.get_string("detail", "signal") + "): saving first"
-                                       : "notice from " + f.get_string("source", "?") + ": " + kind;
+  std::string summary = kind == "stop"
+                            ? "stop requested (" + f.get_string("detail", "signal") + "): saving first"
+                            : "notice from " + f.get_string("source", "?") + ": " + kind;
   auto deadline = parse_journal_time(f.get_string("deadline"));
   if (!deadline) return summary;
   // "HH:MM:SSZ" of the deadline.
@@ -73,7 +74,8 @@ std::string save_request_summary(const json::Value& f) {
   } else {
     summary = "save requested with " + signal;
     if (method == "both") summary += " and the request file";
-    if (signalled > 0) summary += " (" + std::to_string(signalled) + (signalled == 1 ? " process" : " processes");
+    if (signalled > 0)
+      summary += " (" + std::to_string(signalled) + (signalled == 1 ? " process" : " processes");
     if (signalled > 0 && !spared.empty()) {
       summary += "; left alone, no handler: ";
       for (std::size_t i = 0; i < spared.size() && i < 3; ++i) summary += (i ? ", " : "") + spared[i];
@@ -82,9 +84,11 @@ std::string save_request_summary(const json::Value& f) {
     if (signalled > 0) summary += ")";
   }
   if (f.get_string("waiting") == "periodic") {
-    const std::string every = f.get_int("cadence_ms", -1) > 0 ? " (every ~" + duration_text(f.get_int("cadence_ms")) + ")" : "";
+    const std::string every =
+        f.get_int("cadence_ms", -1) > 0 ? " (every ~" + duration_text(f.get_int("cadence_ms")) + ")" : "";
     if (auto in = optional_int(f, "expected_in_ms"))
-      summary += ": waiting for the next periodic checkpoint" + every + ", expected in ~" + duration_text(*in);
+      summary +=
+          ": waiting for the next periodic checkpoint" + every + ", expected in ~" + duration_text(*in);
     else
       summary += ": no periodic checkpoint expected before the deadline" + every +
                  "; the trainer is stopped then and what it did since its last checkpoint is lost";
@@ -93,7 +97,8 @@ std::string save_request_summary(const json::Value& f) {
 }
 
 JobState::PeerNode& peer_node(JobState& state, int node) {
-  auto it = std::find_if(state.nodes.begin(), state.nodes.end(), [&](const JobState::PeerNode& n) { return n.node >= node; });
+  auto it = std::find_if(state.nodes.begin(), state.nodes.end(),
+                         [&](const JobState::PeerNode& n) { return n.node >= node; });
   if (it != state.nodes.end() && it->node == node) return *it;
   JobState::PeerNode added;
   added.node = node;
@@ -119,7 +124,8 @@ void fold_checkpoint_committed(JobState& state, const JournalRecord& record) {
   // Where training is: a checkpoint moves it forward, never back (an older checkpoint committed
   // after the trainer reported a later step — a late settle, a save of an earlier step — does
   // not say training went back; a resume does, at child_started).
-  if (checkpoint.step && (!state.last_step || *checkpoint.step > *state.last_step)) state.last_step = checkpoint.step;
+  if (checkpoint.step && (!state.last_step || *checkpoint.step > *state.last_step))
+    state.last_step = checkpoint.step;
 
   std::string summary = "checkpoint " + checkpoint.id + " committed: ";
   if (checkpoint.step) summary += "step " + std::to_string(*checkpoint.step) + ", ";
@@ -198,9 +204,10 @@ void fold_mirror_record(JobState& state, const JournalRecord& record) {
   } else if (type == "mirror_part_uploaded") {
     for (auto& upload : state.pending_uploads)
       if (upload.upload_id == f.get_string("upload_id"))
-        upload.parts.push_back(PendingUpload::Part{static_cast<int>(f.get_int("number")), f.get_string("etag"),
-                                                   static_cast<std::uint64_t>(std::max<std::int64_t>(0, f.get_int("size"))),
-                                                   f.get_string("sha256")});
+        upload.parts.push_back(
+            PendingUpload::Part{static_cast<int>(f.get_int("number")), f.get_string("etag"),
+                                static_cast<std::uint64_t>(std::max<std::int64_t>(0, f.get_int("size"))),
+                                f.get_string("sha256")});
   } else if (type == "mirror_upload_aborted") {
     drop_uploads([&](const PendingUpload& u) { return u.upload_id == f.get_string("upload_id"); });
   } else if (type == "mirror_durable") {
@@ -229,15 +236,18 @@ void fold_mirror_record(JobState& state, const JournalRecord& record) {
   } else if (type == "mirror_incomplete") {
     std::size_t count = 0;
     if (const json::Value* ids = f.find("ids"); ids && ids->is_array()) count = ids->items().size();
-    add_event(state, record, std::to_string(count) + " checkpoint(s) NOT durable on the remote when the run ended");
+    add_event(state, record,
+              std::to_string(count) + " checkpoint(s) NOT durable on the remote when the run ended");
   } else if (type == "mirror_deadline") {
     add_event(state, record,
               f.get_bool("durable") ? "checkpoint " + id + " durable remotely before the notice deadline"
                                     : "checkpoint " + id + " NOT durable remotely by the notice deadline");
   } else if (type == "checkpoint_restored") {
-    state.restored.push_back(RestoredCheckpoint{f.get_string("remote_id"), f.get_string("path"), f.get_string("content_hash")});
-    add_event(state, record, "restored " + f.get_string("remote_id") + " from " + f.get_string("store") + " into " +
-                                 f.get_string("path"));
+    state.restored.push_back(
+        RestoredCheckpoint{f.get_string("remote_id"), f.get_string("path"), f.get_string("content_hash")});
+    add_event(state, record,
+              "restored " + f.get_string("remote_id") + " from " + f.get_string("store") + " into " +
+                  f.get_string("path"));
   }
 }
 
@@ -404,12 +414,13 @@ void fold_record(JobState& state, const JournalRecord& record) {
     if (std::string id = f.get_string("id"); !id.empty()) summary += " (" + id + ")";
     add_event(state, record, std::move(summary));
   } else if (type == "save_timed_out") {
-    std::string summary = "save timed out: no checkpoint written after the notice in " + duration_text(f.get_int("waited_ms"));
+    std::string summary =
+        "save timed out: no checkpoint written after the notice in " + duration_text(f.get_int("waited_ms"));
     auto last = optional_int(f, "last_step");
     auto kept = optional_int(f, "checkpoint_step");
     if (last && kept && *last > *kept)
-      summary += "; steps " + std::to_string(*kept + 1) + "-" + std::to_string(*last) + " are lost (resume from step " +
-                 std::to_string(*kept) + ")";
+      summary += "; steps " + std::to_string(*kept + 1) + "-" + std::to_string(*last) +
+                 " are lost (resume from step " + std::to_string(*kept) + ")";
     else if (last && !kept)
       summary += "; steps 1-" + std::to_string(*last) + " are lost (no checkpoint to resume from)";
     add_event(state, record, std::move(summary));
@@ -439,8 +450,9 @@ void fold_record(JobState& state, const JournalRecord& record) {
     state.nodes.clear();
     state.self_node = static_cast<int>(f.get_int("node"));
     peer_node(state, *state.self_node);
-    add_event(state, record, "peer channel: " + f.get_string("role") + " of " + std::to_string(f.get_int("nnodes")) +
-                                 " nodes at " + f.get_string("leader"));
+    add_event(state, record,
+              "peer channel: " + f.get_string("role") + " of " + std::to_string(f.get_int("nnodes")) +
+                  " nodes at " + f.get_string("leader"));
   } else if (type == "peers_unavailable") {
     add_event(state, record, "no peer channel: " + f.get_string("reason"));
   } else if (type == "peer_joined") {
@@ -456,8 +468,9 @@ void fold_record(JobState& state, const JournalRecord& record) {
       for (auto& node : state.nodes)
         if (!node.step || *node.step < step->as_int()) node.step = step->as_int();
     add_event(state, record,
-              (step && step->is_integer() ? "all nodes resume from step " + std::to_string(step->as_int())
-                                          : std::string("all nodes start fresh (no step committed on every node)")) +
+              (step && step->is_integer()
+                   ? "all nodes resume from step " + std::to_string(step->as_int())
+                   : std::string("all nodes start fresh (no step committed on every node)")) +
                   (storage == "node_local" ? " (node-local checkpoint folders)"
                    : storage == "shared"   ? " (one shared checkpoint folder)"
                                            : ""));
@@ -483,12 +496,16 @@ void fold_record(JobState& state, const JournalRecord& record) {
   } else if (type == "grace_too_short") {
     add_event(state, record,
               "the last save took " + duration_text(f.get_int("last_save_ms")) + ", more than a signal's " +
-                  duration_text(f.get_int("signal_deadline_ms")) + " less the " + duration_text(f.get_int("safety_margin_ms")) +
-                  " margin: raise the engine's grace (Kubernetes terminationGracePeriodSeconds, Slurm GraceTime) and "
+                  duration_text(f.get_int("signal_deadline_ms")) + " less the " +
+                  duration_text(f.get_int("safety_margin_ms")) +
+                  " margin: raise the engine's grace (Kubernetes terminationGracePeriodSeconds, Slurm "
+                  "GraceTime) and "
                   "--signal-deadline, or save more often");
   } else if (type == "engine_requeue") {
-    add_event(state, record, f.get_bool("requeued") ? std::string("the engine was asked to requeue the job (scontrol requeue)")
-                                                    : "requeue failed: " + f.get_string("output"));
+    add_event(state, record,
+              f.get_bool("requeued")
+                  ? std::string("the engine was asked to requeue the job (scontrol requeue)")
+                  : "requeue failed: " + f.get_string("output"));
   } else if (type == "peer_refused") {
     add_event(state, record, "refused by node 0: " + f.get_string("reason"));
   } else if (type == "watcher_trouble") {
@@ -551,9 +568,9 @@ std::vector<const CommittedCheckpoint*> resume_candidates(const JobState& state)
   return candidates;
 }
 
-}  // namespace gpuhost::supervise
+}  // namespace gpuhost::job
 
-namespace gpuhost::supervise {
+namespace gpuhost::job {
 
 // Folding the record alone gives the same wording as `gpuhost status`, minus what needs earlier
 // records (which older checkpoint a commit replaces).
@@ -562,4 +579,4 @@ std::string summarize_record(const JournalRecord& record) {
   return alone.events.empty() ? std::string() : alone.events.back().summary;
 }
 
-}  // namespace gpuhost::supervise
+}  // namespace gpuhost::job

@@ -1,4 +1,4 @@
-#include "supervise/journal.h"
+#include "job/journal.h"
 
 #include <algorithm>
 #include <fstream>
@@ -8,7 +8,7 @@
 
 #include "platform/process.h"
 
-namespace gpuhost::supervise {
+namespace gpuhost::job {
 namespace {
 
 class JournalFile : public ::testing::Test {
@@ -298,4 +298,4 @@ TEST(JournalTime, RejectsMalformedTimes) {
 }
 
 }  // namespace
-}  // namespace gpuhost::supervise
+}  // namespace gpuhost::job

@@ -12,7 +12,7 @@
 #include "base/error.h"
 #include "base/json.h"
 
-namespace gpuhost::supervise {
+namespace gpuhost::job {
 
 // One event in a job's history. Format on disk: doc/journal.md.
 struct JournalRecord {
@@ -100,4 +100,4 @@ class Journal {
 // Parses journal_time() output (and plain RFC 3339 UTC); nullopt when malformed.
 [[nodiscard]] std::optional<std::chrono::system_clock::time_point> parse_journal_time(std::string_view text);
 
-}  // namespace gpuhost::supervise
+}  // namespace gpuhost::job

@@ -1,4 +1,4 @@
-#include "supervise/journal.h"
+#include "job/journal.h"
 
 #include <algorithm>
 #include <charconv>
@@ -11,7 +11,7 @@
 #include "base/time_format.h"
 #include "platform/files.h"
 
-namespace gpuhost::supervise {
+namespace gpuhost::job {
 namespace {
 
 // A journal holds one small record per event; a gigabyte means something else is wrong.
@@ -315,7 +315,9 @@ Result<const JournalRecord*> Journal::append(std::string_view type, json::Value 
   return &m_state->contents.records.back();
 }
 
-std::string journal_time(std::chrono::system_clock::time_point t) { return format_rfc3339_utc_millis(t); }
+std::string journal_time(std::chrono::system_clock::time_point t) {
+  return format_rfc3339_utc_millis(t);
+}
 
 std::optional<std::chrono::system_clock::time_point> parse_journal_time(std::string_view text) {
   using namespace std::chrono;
@@ -373,4 +375,4 @@ std::optional<std::chrono::system_clock::time_point> parse_journal_time(std::str
   return time_point_cast<system_clock::duration>(local - offset);
 }
 
-}  // namespace gpuhost::supervise
+}  // namespace gpuhost::job
