@@ -28,6 +28,10 @@ packages=(
   prometheus prometheus-node-exporter wrk
   # the dashboard's browser test drives Debian's Chromium with npm playwright-core (tests/browser/)
   chromium
+  # packaging (tests/integration/test_package.py): cpack's .deb needs dpkg-shlibdeps (dpkg-dev);
+  # the units are checked with systemd-analyze and the user made by systemd-sysusers (systemd);
+  # readelf (binutils) shows the packaged binary is stripped
+  dpkg-dev systemd binutils
 )
 # uPlot (web/) and playwright-core come from npm. Debian's nodejs/npm only when no Node.js is
 # installed: machines that have one (e.g. from NodeSource, whose nodejs bundles npm) would get a
