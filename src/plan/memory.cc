@@ -376,10 +376,17 @@ Result<MemoryEstimate> estimate_memory(const ModelSpec& m, const JobSetup& setup
     }
     e.items.push_back({"kv_cache", "KV cache (16-bit)", kv, text});
     double act = 0;
-    for (const auto& g : groups) act = std::max(act, layer_activation_bytes(g.seq, b, h, a, !setup.flash_attention));
+    const double layer_term = layer_per_token(m);
+    for (const auto& g : groups)
+      act = std::max(act, layer_activation_bytes(g.seq, b, h, a, !setup.flash_attention, layer_term));
+    const std::string coefficient = num(layer_term);
     e.items.push_back({"activations", "activations (one layer, prefill)", act,
-                       std::string("one layer's working set, s*b*h*") + (setup.flash_attention ? "34" : "(34 + 5as/h)") +
-                           " (Korthikanti et al. 2022); nothing is kept for backward"});
+                       "one layer's working set, s*b*h*" +
+                           (setup.flash_attention ? coefficient : "(" + coefficient + " + 5as/h)") +
+                           " (Korthikanti et al. 2022" +
+                           (layer_term == 34.0 ? std::string()
+                                               : "; re-derived for a gated MLP and grouped-query attention") +
+                           "); nothing is kept for backward"});
     e.items.push_back({"logits", "logits (last position)", b * v * 4, "batch x vocab " + num(v) + " x 4 bytes (fp32)"});
     finish(e, setup);
     return e;
