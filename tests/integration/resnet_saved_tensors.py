@@ -13,6 +13,8 @@ import sys
 import torch
 from torch import nn
 
+from saved_tensors import saved_bytes
+
 
 def conv_bn(cin, cout, k, stride):
     return [nn.Conv2d(cin, cout, k, stride, k // 2, bias=False), nn.BatchNorm2d(cout)]
@@ -78,22 +80,11 @@ def main(argv):
     depth, size = int(argv[0]), int(argv[1])
     torch.manual_seed(0)
     model = resnet(depth).train()
-    owned = {p.data_ptr() for p in model.parameters()} | {b.data_ptr() for b in model.buffers()}
-    seen = {}
-
-    def pack(t):
-        storage = t.storage()
-        if storage.data_ptr() not in owned:
-            seen[storage.data_ptr()] = storage.size() * t.element_size()
-        return t
-
     x = torch.randn(1, 3, size, size)
     amp = len(argv) > 2 and argv[2] == "bf16"
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), torch.autocast("cpu", torch.bfloat16, enabled=amp):
-        loss = nn.functional.cross_entropy(model(x), torch.tensor([1]))
-    loss.backward()
-    print(json.dumps({"bytes": sum(seen.values()), "tensors": len(seen)}))
-
+    saved, tensors = saved_bytes(model, lambda: nn.functional.cross_entropy(model(x), torch.tensor([1])),
+                                 torch.autocast("cpu", torch.bfloat16, enabled=amp))
+    print(json.dumps({"bytes": saved, "tensors": tensors}))
 
 if __name__ == "__main__":
     main(sys.argv[1:])

@@ -17,6 +17,8 @@ import sys
 import torch
 from torch import nn
 
+from saved_tensors import saved_bytes
+
 SCALES = {"n": (0.33, 0.25, 1024), "s": (0.33, 0.50, 1024), "m": (0.67, 0.75, 768),
           "l": (1.00, 1.00, 512), "x": (1.00, 1.25, 512)}
 # (from, repeats, module, args) as yolov8.yaml lists them.
@@ -138,22 +140,10 @@ def main(argv):
     scale, size = argv[0], int(argv[1])
     torch.manual_seed(0)
     model = YOLOv8(scale).train()
-    owned = {p.data_ptr() for p in model.parameters()} | {b.data_ptr() for b in model.buffers()}
-    seen = {}
-
-    def pack(t):
-        storage = t.storage()
-        if storage.data_ptr() not in owned:
-            seen[storage.data_ptr()] = storage.size() * t.element_size()
-        return t
-
     x = torch.randn(1, 3, size, size)
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        loss = sum(o.sum() for o in model(x))
-    loss.backward()
+    saved, tensors = saved_bytes(model, lambda: sum(o.sum() for o in model(x)))
     params = sum(p.numel() for p in model.parameters())
-    print(json.dumps({"bytes": sum(seen.values()), "tensors": len(seen), "params": params}))
-
+    print(json.dumps({"bytes": saved, "tensors": tensors, "params": params}))
 
 if __name__ == "__main__":
     main(sys.argv[1:])
