@@ -13,6 +13,8 @@ packages=(
   clang-format
   # Windows cross build and the Wine that runs its tests
   g++-mingw-w64-x86-64-posix mingw-w64-tools wine wine64
+  # SM3/SM4 for the Windows build (platform/crypto_gcrypt_win32.h): libgcrypt's DLL and header
+  libgcrypt-mingw-w64-dev
   # test parts: Debian's PyTorch for real trainers, tmux for terminal tests
   python3 python3-torch tmux procps iproute2
   # an independent YAML reader: what gpuhost mig export writes must load as mig-parted's files do

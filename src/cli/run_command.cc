@@ -824,8 +824,8 @@ int run_run(CommandContext& context) {
       std::cerr << style.dim("gpuhost: ") << left << "\n" << std::flush;
   }
   if (!result) {
-    // unsupported: a flag this build cannot honour (--encrypt sm4 on Windows); the message says
-    // what to use instead.
+    // unsupported: a flag this build cannot honour (--encrypt sm4-gcm with OpenSSL 3.0); the
+    // message says what to use instead.
     const bool usage_error =
         result.error().code == ErrorCode::invalid_argument || result.error().code == ErrorCode::unsupported;
     std::string hint = result.error().code == ErrorCode::unavailable

@@ -22,10 +22,11 @@ enum class CipherSuite : std::uint8_t {
 // The inverse of suite_name; parse_error naming the known names otherwise.
 [[nodiscard]] Result<CipherSuite> parse_suite_name(std::string_view name);
 
-// What `--encrypt NAME` means on this host. "aes-256-gcm"; "sm4": SM4-GCM where the OpenSSL
-// build provides it, otherwise SM4-CTR with HMAC-SM3; or an exact suite name (to write files
-// that an older OpenSSL can read: `sm4-ctr-hmac-sm3`). invalid_argument for an unknown name;
-// unsupported/unavailable, with the fix, for a suite this build cannot run (SM4 on Windows).
+// What `--encrypt NAME` means on this host. "aes-256-gcm"; "sm4": SM4-CTR with HMAC-SM3, the SM4
+// suite every build can read (OpenSSL 3.0 on Linux, libgcrypt on Windows); or an exact suite
+// name (`sm4-gcm` where this build's library has it). invalid_argument for an unknown name;
+// unavailable, with the fix, for a suite this build cannot run (SM4-GCM on OpenSSL 3.0, SM4 on
+// Windows without libgcrypt-20.dll).
 [[nodiscard]] Result<CipherSuite> choose_suite(std::string_view encrypt_flag);
 
 // Whether this build can encrypt and decrypt `suite`; the error says what to do instead.

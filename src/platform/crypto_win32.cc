@@ -1,5 +1,5 @@
 // crypto.h on Windows CNG (bcrypt.dll): SHA-256, HMAC-SHA256, MD5, the system RNG and AES-256-GCM.
-// CNG has no SM3 or SM4, so those are `unsupported` with a message naming the way out.
+// CNG has no SM3 or SM4: those come from libgcrypt (crypto_gcrypt_win32.h), loaded at first use.
 // Order matters: bcrypt.h needs the types windows.h defines.
 // clang-format off
 #include <windows.h>
@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "platform/crypto.h"
+#include "platform/crypto_gcrypt_win32.h"
 
 namespace gpuhost::platform {
 namespace {
@@ -63,13 +64,6 @@ const Providers& providers() {
   return opened;
 }
 
-Error sm_unsupported(std::string_view what) {
-  return Error{ErrorCode::unsupported,
-               std::string(what) +
-                   ": Windows CNG has no SM3/SM4 and the Windows build of gpuhost has no OpenSSL: use "
-                   "AES-256-GCM, or encrypt and decrypt SM4 data with gpuhost on Linux (OpenSSL)"};
-}
-
 // Own a CNG hash or key handle. Move-only.
 struct HashHandle {
   BCRYPT_HASH_HANDLE handle = nullptr;
@@ -103,14 +97,14 @@ NTSTATUS hash_data(BCRYPT_HASH_HANDLE handle, ByteView data) {
 
 Result<void> check_aead(AeadAlgorithm algorithm, ByteView key, ByteView nonce, std::size_t in,
                         std::size_t out, std::size_t tag) {
-  if (algorithm == AeadAlgorithm::sm4_gcm) return std::unexpected(sm_unsupported("SM4-GCM"));
-  if (!providers().aes_gcm)
-    return make_error(ErrorCode::unavailable, "AES-256-GCM: CNG could not open its AES-GCM provider");
-  if (key.size() != 32 || nonce.size() != k_aead_nonce_bytes || in != out || tag != k_aead_tag_bytes)
+  GPUHOST_TRY_VOID(aead_available(algorithm));
+  const char* name = algorithm == AeadAlgorithm::sm4_gcm ? "SM4-GCM" : "AES-256-GCM";
+  if (key.size() != aead_key_bytes(algorithm) || nonce.size() != k_aead_nonce_bytes || in != out ||
+      tag != k_aead_tag_bytes)
     return make_error(ErrorCode::internal,
-                      "AES-256-GCM: wrong key, nonce, tag or output size (a bug in gpuhost)");
+                      std::string(name) + ": wrong key, nonce, tag or output size (a bug in gpuhost)");
   if (in > 0xFFFFFFFFu)
-    return make_error(ErrorCode::invalid_argument, "AES-256-GCM: more than 4 GiB in one message");
+    return make_error(ErrorCode::invalid_argument, std::string(name) + ": more than 4 GiB in one message");
   return {};
 }
 
@@ -170,7 +164,8 @@ Sha256Digest Sha256::finish() {
 }
 
 std::string crypto_library() {
-  return "Windows CNG (bcrypt.dll)";
+  std::string sm = gcrypt::version();
+  return sm.empty() ? "Windows CNG (bcrypt.dll)" : "Windows CNG (bcrypt.dll) and " + sm + " for SM3/SM4";
 }
 
 Result<Md5Digest> md5(std::span<const std::uint8_t> data) {
@@ -230,13 +225,14 @@ void secure_zero(std::span<std::uint8_t> bytes) {
 }
 
 Result<void> hash_available(HashAlgorithm algorithm) {
-  if (algorithm == HashAlgorithm::sm3) return std::unexpected(sm_unsupported("SM3"));
+  if (algorithm == HashAlgorithm::sm3) return gcrypt::available("SM3");
   if (!providers().sha256 || !providers().hmac_sha256)
     return make_error(ErrorCode::unavailable, "SHA-256: CNG could not open its SHA-256 provider");
   return {};
 }
 
 Result<Digest32> hash(HashAlgorithm algorithm, ByteView data) {
+  if (algorithm == HashAlgorithm::sm3) return gcrypt::sm3(data);
   if (auto ok = hash_available(algorithm); !ok) return std::unexpected(ok.error());
   Sha256 hasher;
   hasher.update(data.data(), data.size());
@@ -244,6 +240,7 @@ Result<Digest32> hash(HashAlgorithm algorithm, ByteView data) {
 }
 
 Result<Digest32> hmac(HashAlgorithm algorithm, ByteView key, std::initializer_list<ByteView> parts) {
+  if (algorithm == HashAlgorithm::sm3) return gcrypt::hmac_sm3(key, parts);
   if (auto ok = hash_available(algorithm); !ok) return std::unexpected(ok.error());
   static constexpr std::uint8_t k_empty = 0;
   HashHandle h;
@@ -265,7 +262,7 @@ std::size_t aead_key_bytes(AeadAlgorithm algorithm) {
 }
 
 Result<void> aead_available(AeadAlgorithm algorithm) {
-  if (algorithm == AeadAlgorithm::sm4_gcm) return std::unexpected(sm_unsupported("SM4-GCM"));
+  if (algorithm == AeadAlgorithm::sm4_gcm) return gcrypt::available("SM4-GCM");
   if (!providers().aes_gcm)
     return make_error(ErrorCode::unavailable, "AES-256-GCM: CNG could not open its AES-GCM provider");
   return {};
@@ -275,6 +272,8 @@ Result<void> aead_seal(AeadAlgorithm algorithm, ByteView key, ByteView nonce, By
                        ByteView plaintext, std::span<std::uint8_t> ciphertext, std::span<std::uint8_t> tag) {
   if (auto ok = check_aead(algorithm, key, nonce, plaintext.size(), ciphertext.size(), tag.size()); !ok)
     return std::unexpected(ok.error());
+  if (algorithm == AeadAlgorithm::sm4_gcm)
+    return gcrypt::sm4_gcm_seal(key, nonce, aad, plaintext, ciphertext, tag);
   KeyHandle k = GPUHOST_TRY(aes_key(key));
   BCRYPT_AUTHENTICATED_CIPHER_MODE_INFO info = gcm_info(nonce, aad, tag.data());
   ULONG written = 0;
@@ -289,6 +288,8 @@ Result<void> aead_open(AeadAlgorithm algorithm, ByteView key, ByteView nonce, By
                        ByteView ciphertext, ByteView tag, std::span<std::uint8_t> plaintext) {
   if (auto ok = check_aead(algorithm, key, nonce, ciphertext.size(), plaintext.size(), tag.size()); !ok)
     return std::unexpected(ok.error());
+  if (algorithm == AeadAlgorithm::sm4_gcm)
+    return gcrypt::sm4_gcm_open(key, nonce, aad, ciphertext, tag, plaintext);
   KeyHandle k = GPUHOST_TRY(aes_key(key));
   BCRYPT_AUTHENTICATED_CIPHER_MODE_INFO info = gcm_info(nonce, aad, const_cast<std::uint8_t*>(tag.data()));
   ULONG written = 0;
@@ -304,11 +305,14 @@ Result<void> aead_open(AeadAlgorithm algorithm, ByteView key, ByteView nonce, By
 }
 
 Result<void> sm4_available() {
-  return std::unexpected(sm_unsupported("SM4"));
+  return gcrypt::available("SM4-CTR and SM3");
 }
 
-Result<void> sm4_ctr_xor(ByteView, ByteView, ByteView, std::span<std::uint8_t>) {
-  return std::unexpected(sm_unsupported("SM4-CTR"));
+Result<void> sm4_ctr_xor(ByteView key, ByteView counter_block, ByteView in, std::span<std::uint8_t> out) {
+  GPUHOST_TRY_VOID(sm4_available());
+  if (key.size() != k_sm4_key_bytes || counter_block.size() != 16 || in.size() != out.size())
+    return make_error(ErrorCode::internal, "SM4-CTR: wrong key, counter or output size (a bug in gpuhost)");
+  return gcrypt::sm4_ctr_xor(key, counter_block, in, out);
 }
 
 }  // namespace gpuhost::platform

@@ -17,6 +17,17 @@ std::string redacted_message(const JobSpec& spec, const std::string& message) {
 
 }  // namespace
 
+Result<crypt::CipherSuite> job_cipher_suite(const std::string& encrypt_flag) {
+  // The suite's own message names it ("--encrypt sm4-gcm: ...").
+  auto suite = crypt::choose_suite(encrypt_flag);
+  if (suite) return *suite;
+  Error error = suite.error();
+  if (error.code == ErrorCode::unavailable) error.code = ErrorCode::unsupported;
+  return std::unexpected(with_context(error, error.code == ErrorCode::unsupported
+                                                 ? "checking the job: unsupported on this build"
+                                                 : "checking the job"));
+}
+
 Result<RemoteSettings> load_remote_settings(const JobSpec& spec) {
   RemoteSettings settings;
   const std::string url = redact_store_url(spec.remote);
@@ -24,15 +35,7 @@ Result<RemoteSettings> load_remote_settings(const JobSpec& spec) {
   if (!store)
     return make_error(ErrorCode::invalid_argument, "--remote " + url + ": " + redacted_message(spec, store.error().message));
   settings.store = std::move(*store);
-  if (!spec.encrypt.empty()) {
-    // The suite's own message names it ("--encrypt sm4: ..."); an unsupported one keeps its code.
-    auto suite = crypt::choose_suite(spec.encrypt);
-    if (!suite)
-      return std::unexpected(with_context(suite.error(), suite.error().code == ErrorCode::unsupported
-                                                             ? "checking the job: unsupported on this build"
-                                                             : "checking the job"));
-    settings.suite = *suite;
-  }
+  if (!spec.encrypt.empty()) settings.suite = GPUHOST_TRY(job_cipher_suite(spec.encrypt));
   const bool have_key_source = spec.encryption_key_file || platform::get_env(crypt::k_key_file_env) ||
                                platform::get_env(crypt::k_key_env);
   if (!spec.encrypt.empty() || have_key_source) {

@@ -26,6 +26,11 @@ struct RemoteSettings {
 };
 [[nodiscard]] Result<RemoteSettings> load_remote_settings(const JobSpec& spec);
 
+// The suite `--encrypt NAME` asks for, checked against this build. A name this build cannot run
+// (sm4-gcm on OpenSSL 3.0, SM4 on a Windows install without libgcrypt-20.dll) is `unsupported`,
+// the command line's fault, as is an unknown name (invalid_argument); the message names the fix.
+[[nodiscard]] Result<crypt::CipherSuite> job_cipher_suite(const std::string& encrypt_flag);
+
 // The settings alone: the URL parses into a store, an encryption suite exists on this build, a
 // key file or key variable given is readable and holds a key. invalid_argument or unsupported
 // (exit 2), with the setting named. A spec with no remote passes.

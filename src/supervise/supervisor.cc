@@ -7,12 +7,12 @@
 
 #include "base/strings.h"
 #include "platform/environment.h"
+#include "platform/file_lock.h"
 #include "platform/files.h"
 #include "platform/process.h"
 #include "platform/system_info.h"
 #include "platform/termination.h"
-#include "platform/file_lock.h"
-#include "crypt/cipher_suite.h"
+#include "supervise/remote_probe.h"
 #include "supervise/supervisor_loop.h"
 #include "supervise/trainer_launch.h"
 
@@ -346,14 +346,11 @@ Result<SupervisorResult> run_supervisor(const SupervisorOptions& options) {
   const bool name_given = !spec.name.empty();
   if (!name_given) spec.name = default_job_name(spec);
   if (auto valid = validate_job_spec(spec); !valid) return std::unexpected(valid.error());
-  // Before the job directory, the lock or the trainer: --encrypt sm4 on the Windows build, or a
-  // misspelled suite, fails here and not after the first checkpoint.
-  if (!spec.encrypt.empty()) {
-    if (auto suite = crypt::choose_suite(spec.encrypt); !suite)
-      return std::unexpected(with_context(suite.error(), suite.error().code == ErrorCode::unsupported
-                                                             ? "checking the job: unsupported on this build"
-                                                             : "checking the job"));
-  }
+  // Before the job directory, the lock or the trainer: a suite this build cannot run (sm4-gcm on
+  // OpenSSL 3.0, SM4 on a Windows install without libgcrypt-20.dll) or a misspelled one fails
+  // here and not after the first checkpoint. Both are the command line's fault: `unsupported`.
+  if (!spec.encrypt.empty())
+    if (auto suite = job_cipher_suite(spec.encrypt); !suite) return std::unexpected(suite.error());
   JobIdentity identity = GPUHOST_TRY(resolve_job_identity(options.jobs_root, spec, name_given));
   if (!identity.renamed_from.empty() && options.on_message)
     options.on_message("job '" + identity.renamed_from + "' supervises the checkpoints of another folder: this run is job '" +
