@@ -34,6 +34,8 @@ packages=(
   # the units are checked with systemd-analyze and the user made by systemd-sysusers (systemd);
   # readelf (binutils) shows the packaged binary is stripped
   dpkg-dev systemd binutils
+  # the Windows MSI (deploy/windows/make-msi.sh): wixl builds it, msiinfo reads its tables back
+  wixl msitools
 )
 # uPlot (web/) and playwright-core come from npm. Debian's nodejs/npm only when no Node.js is
 # installed: machines that have one (e.g. from NodeSource, whose nodejs bundles npm) would get a

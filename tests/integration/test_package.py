@@ -102,6 +102,21 @@ class DebianPackage(unittest.TestCase):
         self.assertIn(".debug_info", subprocess.run(["readelf", "-S", BIN], capture_output=True, text=True).stdout)
         print("\npackage %d bytes; binary %d bytes stripped, %d in the build tree" % (
             os.path.getsize(self.deb), os.path.getsize(installed), os.path.getsize(BIN)), file=sys.stderr)
+        # The debug information left in a package of its own, found by the binary's build id.
+        ddebs = [f for f in os.listdir(os.path.dirname(self.deb)) if f.endswith(".ddeb")]
+        self.assertEqual(len(ddebs), 1, ddebs)
+        ddeb = os.path.join(os.path.dirname(self.deb), ddebs[0])
+        self.assertTrue(ddebs[0].startswith("gpuhost-dbgsym_"), ddebs)
+        notes = subprocess.run(["readelf", "-n", installed], capture_output=True, text=True, check=True).stdout
+        build_id = re.search(r"Build ID: ([0-9a-f]+)", notes).group(1)
+        debug_root = os.path.join(self.dir, "dbgsym")
+        subprocess.run(["dpkg-deb", "-x", ddeb, debug_root], check=True, timeout=120)
+        debug_file = os.path.join(debug_root, "usr/lib/debug/.build-id", build_id[:2], build_id[2:] + ".debug")
+        self.assertTrue(os.path.exists(debug_file), debug_file)
+        debug_sections = subprocess.run(["readelf", "-S", debug_file], capture_output=True, text=True, check=True).stdout
+        self.assertIn(".debug_info", debug_sections)
+        self.assertIn(".gnu_debuglink", sections)
+        print("debug symbols package %d bytes" % os.path.getsize(ddeb), file=sys.stderr)
         proc = subprocess.run([installed, "--version"], capture_output=True, text=True, timeout=60)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn("gpuhost", proc.stdout)
