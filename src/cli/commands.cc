@@ -39,6 +39,10 @@ const std::array k_commands = {
     Command{"serve",
             "serve Prometheus /metrics for this host's GPUs (dcgm-exporter names), on 127.0.0.1:9808",
             k_serve_help, run_serve},
+    Command{"service",
+            "run serve or a supervised job as a Windows service; stopping it saves the job (Linux: systemd "
+            "units)",
+            k_service_help, run_service},
     Command{"top", "live view of the GPUs, their processes and the training job (loss, step, checkpoint)",
             k_top_help, run_top},
     Command{"help", "show the commands, or one command's help: gpuhost help doctor", k_help_help, run_help},

@@ -37,6 +37,9 @@ int run_setup(CommandContext& context);
 extern const char k_serve_help[];
 int run_serve(CommandContext& context);
 
+extern const char k_service_help[];
+int run_service(CommandContext& context);
+
 extern const char k_help_help[];
 int run_help(CommandContext& context);
 

@@ -15,6 +15,7 @@ enum class TerminationRequest {
   hangup,         // SIGHUP
   user_signal,    // SIGUSR1 / SIGUSR2 sent to the supervisor (Slurm `--signal=B:USR1@120`)
   console_close,  // CTRL_CLOSE_EVENT, CTRL_LOGOFF_EVENT, CTRL_SHUTDOWN_EVENT
+  service_stop,   // Windows service: SERVICE_CONTROL_STOP, _SHUTDOWN, _PRESHUTDOWN (service.h)
 };
 
 [[nodiscard]] const char* termination_request_name(TerminationRequest request);  // "SIGTERM", ...

@@ -63,6 +63,7 @@ const char* termination_request_name(TerminationRequest request) {
     case TerminationRequest::hangup: return "SIGHUP";
     case TerminationRequest::user_signal: return "SIGUSR1/SIGUSR2";
     case TerminationRequest::console_close: return "console close";
+    case TerminationRequest::service_stop: return "service stop";
   }
   return "?";
 }

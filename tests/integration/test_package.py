@@ -203,6 +203,13 @@ class DebianPackage(unittest.TestCase):
         self.assertTrue(state["checkpoints"], "stopped without a committed checkpoint: " + err)
         self.assertIn('"save_completed"', read(journal), "the stop committed no save: " + err)
 
+    def test_gpuhost_service_on_linux_names_the_units_instead(self):
+        for args in (["install", "serve"], ["stop", "gpuhost-serve"], ["run", "x", "--", "serve"]):
+            proc = subprocess.run([BIN, "service"] + args, capture_output=True, text=True, timeout=60)
+            self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+            self.assertIn("systemctl enable --now gpuhost-serve", proc.stderr)
+        self.assertEqual(subprocess.run([BIN, "service", "--help"], capture_output=True, timeout=60).returncode, 0)
+
     @needs(hasattr(os, "geteuid") and os.geteuid() == 0, "root, to install the package with dpkg")
     def test_installs_runs_and_purges_without_leftovers(self):
         before = subprocess.run(["dpkg-query", "-W", "gpuhost"], capture_output=True, text=True)
