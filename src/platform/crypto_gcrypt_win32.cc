@@ -106,27 +106,20 @@ Error library_error(std::string_view what, gcry_error_t code) {
   return Error{ErrorCode::io_error, std::string(what) + ": libgcrypt failed: " + api().strerror(code)};
 }
 
-// Owns a gcry_md_hd_t or gcry_cipher_hd_t.
-class Md {
+// Owns a libgcrypt handle; `Close` is the Api slot that frees it. Not copyable.
+template <typename Handle, auto Api::*Close>
+class Owned {
  public:
-  Md() = default;
-  Md(const Md&) = delete;
-  Md& operator=(const Md&) = delete;
-  ~Md() {
-    if (handle) api().md_close(handle);
+  Owned() = default;
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+  ~Owned() {
+    if (handle) (api().*Close)(handle);
   }
-  gcry_md_hd_t handle = nullptr;
+  Handle handle = nullptr;
 };
-class Cipher {
- public:
-  Cipher() = default;
-  Cipher(const Cipher&) = delete;
-  Cipher& operator=(const Cipher&) = delete;
-  ~Cipher() {
-    if (handle) api().cipher_close(handle);
-  }
-  gcry_cipher_hd_t handle = nullptr;
-};
+using Md = Owned<gcry_md_hd_t, &Api::md_close>;
+using Cipher = Owned<gcry_cipher_hd_t, &Api::cipher_close>;
 
 Result<void> open_sm4(Cipher& cipher, int mode, ByteView key, std::string_view what) {
   if (auto ok = available(what); !ok) return ok;
